@@ -1,0 +1,86 @@
+"""The fault schedule: which failures happen where and when in the simulated weeks.
+
+Counts are given per 28 days and scale with the simulated length; placement is drawn from
+the seeded generator, so one seed gives one schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from evals.fc_triage.plant import QUADRANTS, TICKS_PER_DAY, SiteSpec, station_ids
+
+# kind -> (episodes per site per 28 days, min ticks, max ticks, per-station?)
+FAULT_KINDS: dict[str, tuple[float, int, int, bool]] = {
+    "upstream_blockage": (12, 6, 24, False),  # upstream conveyance jammed: flow collapses
+    "upstream_low_volume": (9, 12, 36, False),  # light inbound: flow low, no jams
+    "sorter_jam": (10, 4, 18, False),  # sorter jams: throughput falls, belt fills
+    "staffing_shortfall": (7, 24, 60, False),  # pack-out short of staff: belt backs up
+    "quadrant_backup": (8, 4, 16, False),  # one collector quadrant backs up
+    "belt_sensor_offline": (6, 6, 30, False),  # belt fill sensors report nothing (NULL)
+    "upstream_sensor_offline": (4, 6, 24, False),  # upstream flow sensor reports nothing
+    "camera_glare": (3, 6, 24, False),  # site lighting: cameras misread at many stations
+    "robot_fault": (5, 3, 24, True),  # robot in fault state: station idles
+    "robot_standby": (1.5, 12, 48, True),  # planned standby
+    "suction_wear": (1.6, 120, 360, True),  # worn suction cup: vacuum drops, errors rise
+    "camera_dirty": (2.5, 24, 96, True),  # dirty lens: read failures, pick errors
+    "label_stockout": (2.0, 4, 30, True),  # label roll empty and not replaced
+    "printer_fault": (1.6, 4, 18, True),  # label printer down
+    "telemetry_gap": (0.8, 6, 36, True),  # robot exporter down: no samples at all
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault episode over ticks ``[start, end)``."""
+
+    kind: str
+    site: str
+    station: str | None
+    start: int
+    end: int
+    quadrant: str | None = None
+    severity: float = 1.0
+
+
+def schedule_faults(rng: np.random.Generator, spec: SiteSpec, n_ticks: int) -> list[Fault]:
+    """Every fault episode of one site, sorted by start."""
+    days = n_ticks / TICKS_PER_DAY
+    out: list[Fault] = []
+    for kind, (per_28d, lo, hi, per_station) in FAULT_KINDS.items():
+        targets: list[str | None] = station_ids(spec) if per_station else [None]
+        for station in targets:
+            count = rng.poisson(per_28d * days / 28)
+            for _ in range(count):
+                dur = int(rng.integers(lo, hi + 1))
+                start = int(rng.integers(TICKS_PER_DAY // 8, max(n_ticks - dur - 1, 2)))
+                quadrant = None
+                if kind in ("quadrant_backup",):
+                    quadrant = QUADRANTS[int(rng.integers(0, 4))]
+                if kind == "belt_sensor_offline":
+                    # Half the outages take one quadrant's sensor, half the whole belt.
+                    quadrant = QUADRANTS[int(rng.integers(0, 4))] if rng.random() < 0.5 else None
+                out.append(
+                    Fault(
+                        kind,
+                        spec.name,
+                        station,
+                        start,
+                        start + dur,
+                        quadrant,
+                        float(rng.uniform(0.6, 1.0)),
+                    )
+                )
+    out.sort(key=lambda f: (f.start, f.kind, f.station or ""))
+    return out
+
+
+def mask(faults: list[Fault], kind: str, n_ticks: int, station: str | None = None) -> np.ndarray:
+    """Ticks covered by the episodes of ``kind`` (at ``station`` for per-station kinds)."""
+    m = np.zeros(n_ticks, dtype=bool)
+    for f in faults:
+        if f.kind == kind and (station is None or f.station == station):
+            m[f.start : f.end] = True
+    return m

@@ -1,0 +1,186 @@
+"""Compile an SOP into a LangGraph ``StateGraph``: one graph node per SOP node, routed by verdict.
+
+Children that fire together are sent with one ``Command(goto=[...])`` and so run in the same
+superstep, concurrently. Loops are bounded by ``max_visits``; a node outside any loop that a
+second parent reaches later is not decided again. Gated actions pause with ``interrupt``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+from graphs.model import Node, Sop, Verdict
+from graphs.routing import fired_children
+from graphs.services import Services
+from graphs.state import RunState
+from nodes.action import decide_approval
+from nodes.executor import Unavailable
+
+APPROVAL_POLICIES = ("ask", "approve", "reject")
+
+
+def parents_of(sop: Sop) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {nid: [] for nid in sop.nodes}
+    for nid, node in sop.nodes.items():
+        for child in node.next.children():
+            if child in out and nid not in out[child]:
+                out[child].append(nid)
+    return out
+
+
+def nodes_in_cycles(sop: Sop) -> set[str]:
+    """Nodes that can reach themselves (they may legitimately run more than once)."""
+    children = {nid: [c for c in n.next.children() if c in sop.nodes] for nid, n in sop.nodes.items()}
+    cyclic: set[str] = set()
+    for start in sop.nodes:
+        stack, seen = list(children[start]), set()
+        while stack:
+            cur = stack.pop()
+            if cur == start:
+                cyclic.add(start)
+                break
+            if cur not in seen:
+                seen.add(cur)
+                stack.extend(children[cur])
+    return cyclic
+
+
+def entry_nodes(sop: Sop, inp: dict[str, Any]) -> list[str]:
+    kind = inp.get("type")
+    if kind is None and len(sop.entry) == 1:
+        return next(iter(sop.entry.values()))
+    return sop.entry.get(str(kind), [])
+
+
+def _step(node: Node, **fields: Any) -> dict[str, Any]:
+    return {"node": node.id, "kind": node.kind, **fields}
+
+
+def _verdict_fields(v: Verdict) -> dict[str, Any]:
+    return {"verdict": v.value, "observed": v.observed, "threshold": v.threshold}
+
+
+class _NodeRunner:
+    """The LangGraph node function for one SOP node."""
+
+    def __init__(self, node: Node, services: Services, parents: list[str], in_cycle: bool):
+        self.node = node
+        self.services = services
+        self.parents = parents
+        self.in_cycle = in_cycle
+
+    async def __call__(self, state: RunState, config: RunnableConfig) -> Command:
+        node = self.node
+        visits = (state.get("visits") or {}).get(node.id, 0)
+        if node.max_visits is not None and visits >= node.max_visits:
+            step = _step(node, status="bound", error=f"visit bound {node.max_visits} reached")
+            return Command(update={"trail": [step]}, goto=[])
+        if visits and not self.in_cycle:
+            return Command(goto=[])  # already decided when another parent reached it
+        run_id = str((config.get("configurable") or {}).get("thread_id", ""))
+        ctx = self.services.context(node, state, run_id, self.parents)
+        if node.is_action:
+            return await self._action(ctx, config)
+        return await self._decide(ctx)
+
+    async def _decide(self, ctx) -> Command:
+        node = self.node
+        outcome = await self.services.chain.decide(node, ctx)
+        common = {
+            "executor": outcome.executor,
+            "tool_version": outcome.tool_version,
+            "ms": round(outcome.ms, 3),
+            "attempts": outcome.attempts,
+        }
+        if outcome.verdict is None:
+            step = _step(node, status="unresolved", error=outcome.error, fired=node.next.on_error, **common)
+            return Command(
+                update={
+                    "trail": [step],
+                    "visits": {node.id: 1},
+                    "unresolved": {node.id: outcome.error or "no executor"},
+                },
+                goto=list(node.next.on_error),
+            )
+        verdict = outcome.verdict
+        children, open_conditions = fired_children(node, verdict)
+        update: dict[str, Any] = {"visits": {node.id: 1}, "verdicts": {node.id: verdict.model_dump()}}
+        if open_conditions:
+            chosen, reason = await self._route(verdict, open_conditions, ctx)
+            children = list(dict.fromkeys(children + chosen))
+            if reason:
+                update["unresolved"] = {node.id: reason}
+        step = _step(node, status="decided", fired=children, explanation=verdict.explanation, **_verdict_fields(verdict), **common)
+        update["trail"] = [step]
+        return Command(update=update, goto=children)
+
+    async def _route(self, verdict, conditions, ctx) -> tuple[list[str], str | None]:
+        router = self.services.router
+        if router is None:
+            return [], "natural-language condition needs an LLM router: configure a model (SOPGRAPH_MODEL)"
+        try:
+            return list(await router.choose(self.node, verdict, conditions, ctx)), None
+        except Unavailable as exc:
+            return [], f"router unavailable: {exc}"
+
+    async def _action(self, ctx, config: RunnableConfig) -> Command:
+        node = self.node
+        policy = (config.get("configurable") or {}).get("approval", "ask")
+        approved, how = True, "not gated"
+        if node.approval == "required":
+            if policy == "ask":
+                answer = interrupt(
+                    {"node": node.id, "action": ctx.text or node.id, "cost": node.cost, "ask": "approve or reject"}
+                )
+                approved, how = decide_approval(answer), "human"
+            else:
+                approved, how = policy == "approve", f"policy:{policy}"
+        record: dict[str, Any] = {"node": node.id, "cost": node.cost, "approved": approved, "by": how, "text": ctx.text}
+        fired_on_error: list[str] = []
+        if approved and self.services.registry.has(node.tool_name):
+            outcome = await self.services.chain.decide(node, ctx)
+            record["result"] = outcome.verdict.observed if outcome.verdict else None
+            if outcome.verdict is None:
+                record["error"] = outcome.error
+                fired_on_error = list(node.next.on_error)
+        verdict = Verdict(value="true" if approved else "false", explanation=how)
+        children = fired_on_error or fired_children(node, verdict)[0]
+        status = "executed" if approved and "error" not in record else ("failed" if approved else "rejected")
+        record["status"] = status
+        step = _step(node, status=status, fired=children, verdict=verdict.value, approval=how)
+        update: dict[str, Any] = {
+            "visits": {node.id: 1},
+            "verdicts": {node.id: verdict.model_dump()},
+            "actions": [record],
+            "trail": [step],
+        }
+        if "error" in record:
+            update["unresolved"] = {node.id: record["error"]}
+        return Command(update=update, goto=children)
+
+
+def compile_sop(sop: Sop, services: Services, checkpointer: Any = None, name: str | None = None):
+    """Build and compile the LangGraph for ``sop``.
+
+    Example:
+        >>> graph = compile_sop(load_sop("examples/service_interruption"), services)
+        >>> await graph.ainvoke({"input": {"case_id": "c1"}}, {"configurable": {"thread_id": "t1"}})
+    """
+    builder = StateGraph(RunState)
+    parents = parents_of(sop)
+    cyclic = nodes_in_cycles(sop)
+    for nid, node in sop.nodes.items():
+        dests = tuple(node.next.children()) or (END,)
+        builder.add_node(nid, _NodeRunner(node, services, parents[nid], nid in cyclic), destinations=dests)
+
+    entries = list(dict.fromkeys(n for ids in sop.entry.values() for n in ids))
+
+    def route_entry(state: RunState) -> list[str]:
+        return entry_nodes(sop, state.get("input") or {})
+
+    builder.add_conditional_edges(START, route_entry, entries)
+    return builder.compile(checkpointer=checkpointer, name=name or sop.id)

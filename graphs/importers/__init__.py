@@ -1,0 +1,46 @@
+"""Importers: bring SOPs written in other formats into the native model.
+
+``sopgraph import <kind> FILE -o OUT.yaml`` is ``dump_sop_yaml(import_file(kind, FILE))``.
+
+Example:
+    >>> sop = import_file("sopagent", Path("examples/service_interruption/sop_agent.yaml"))
+    >>> sop.entry
+    {'default': ['service_interruption_handle']}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from graphs.importers.native_yaml import dump_sop_yaml
+from graphs.importers.sopagent import import_sopagent
+from graphs.loader import Problem, SopError
+from graphs.model import Sop
+
+# kind -> importer(text, file) -> Sop
+IMPORTERS: dict[str, Callable[[str, str], Sop]] = {
+    "sopagent": import_sopagent,
+}
+
+
+def import_file(kind: str, path: Path) -> Sop:
+    """Read ``path`` in format ``kind`` and return the native SOP.
+
+    Raises:
+        SopError: unknown kind, unreadable file, or constructs the importer cannot take.
+    """
+    importer = IMPORTERS.get(kind)
+    if importer is None:
+        known = ", ".join(sorted(IMPORTERS))
+        raise SopError([Problem(str(path), 1, "", f"unknown import format '{kind}'; use one of: {known}")])
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SopError([Problem(str(path), 1, "", "no such file; check the path")]) from None
+    except (IsADirectoryError, UnicodeDecodeError) as exc:
+        raise SopError([Problem(str(path), 1, "", f"cannot read the file: {exc}")]) from None
+    return importer(text, str(path))
+
+
+__all__ = ["IMPORTERS", "dump_sop_yaml", "import_file", "import_sopagent"]

@@ -1,0 +1,184 @@
+"""The SOP model: a decision graph of observation, root-cause, constraint and action nodes.
+
+These pydantic models are the contract of the SOP file (one YAML file per SOP, see README).
+Structural checks that need the whole graph (reachability, loops, parameters) live in
+``graphs/validate.py``; these models only check the shape of each piece.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DECISION_KINDS = ("observation", "root_cause", "constraint")
+NODE_KINDS = (*DECISION_KINDS, "action")
+VERDICT_KEYS = ("true", "false", "no_data")
+# Keys of a node's `next` mapping besides the structured `when` list.
+EDGE_KEYS = (*VERDICT_KEYS, "always", "on_error")
+
+Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "exists"]
+
+
+class Predicate(BaseModel):
+    """A structured condition over a node's output: ``{var, op, value}``.
+
+    ``var`` names a key of the node's ``observed`` mapping (dotted for nesting), or
+    ``value`` / ``observed`` for the verdict itself.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    var: str
+    op: Op = "eq"
+    value: Any = None
+
+
+class Condition(BaseModel):
+    """One entry of ``next.when``: children that run when ``if`` holds.
+
+    ``if`` is either a structured predicate (decided by code) or a natural-language
+    condition (a string, decided by an LLM router).
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    if_: Predicate | str = Field(alias="if")
+    then: list[str]
+
+    @property
+    def is_natural_language(self) -> bool:
+        return isinstance(self.if_, str)
+
+
+class Next(BaseModel):
+    """Where a node's run leads. Several lists may fire at once; all their nodes run."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    true: list[str] = Field(default_factory=list, alias="true")
+    false: list[str] = Field(default_factory=list, alias="false")
+    no_data: list[str] = Field(default_factory=list)
+    always: list[str] = Field(default_factory=list)
+    on_error: list[str] = Field(default_factory=list)
+    when: list[Condition] = Field(default_factory=list)
+
+    @field_validator("true", "false", "no_data", "always", "on_error", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    def edges(self) -> list[tuple[str, str]]:
+        """All ``(label, child)`` pairs, in file order."""
+        out: list[tuple[str, str]] = []
+        for key in EDGE_KEYS:
+            out += [(key, c) for c in getattr(self, key)]
+        for cond in self.when:
+            label = cond.if_ if isinstance(cond.if_, str) else _predicate_label(cond.if_)
+            out += [(label, c) for c in cond.then]
+        return out
+
+    def children(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for _, child in self.edges():
+            seen.setdefault(child, None)
+        return list(seen)
+
+
+def _predicate_label(p: Predicate) -> str:
+    return f"{p.var} {p.op} {p.value!r}"
+
+
+class Api(BaseModel):
+    """A function the node calls (SOP-agent's ``API``): name and description."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str = ""
+
+
+class Node(BaseModel):
+    """One SOP node. Decision nodes end in a verdict; action nodes record an action."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = ""
+    kind: str
+    title: str = ""
+    text: str = ""
+    data: list[str] = Field(default_factory=list)
+    api: Api | None = None
+    tool: str | None = None  # registry name; defaults to the node id
+    next: Next = Field(default_factory=Next)
+    cost: Literal["low", "medium", "high"] = "low"
+    approval: Literal["none", "required"] = "none"
+    max_visits: int | None = Field(default=None, ge=1)
+
+    @property
+    def is_action(self) -> bool:
+        return self.kind == "action"
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool or self.id
+
+
+class Sop(BaseModel):
+    """A whole SOP file."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    title: str = ""
+    version: int = 1
+    description: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
+    entry: dict[str, list[str]]
+    nodes: dict[str, Node]
+
+    @field_validator("entry", mode="before")
+    @classmethod
+    def _entry_lists(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: [x] if isinstance(x, str) else x for k, x in v.items()}
+        return v
+
+    @model_validator(mode="after")
+    def _fill_ids(self) -> Sop:
+        for node_id, node in self.nodes.items():
+            node.id = node_id
+        return self
+
+    @property
+    def decision_nodes(self) -> list[Node]:
+        return [n for n in self.nodes.values() if not n.is_action]
+
+    @property
+    def action_nodes(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.is_action]
+
+    def edge_count(self) -> int:
+        entry = sum(len(v) for v in self.entry.values())
+        return entry + sum(len(n.next.edges()) for n in self.nodes.values())
+
+    def render_text(self, node: Node, params: dict[str, Any] | None = None) -> str:
+        """The node text with ``{param}`` placeholders filled from ``params`` or defaults."""
+        values = {**self.params, **(params or {})}
+        text = node.text
+        for name, value in values.items():
+            text = text.replace("{" + name + "}", str(value))
+        return text
+
+
+class Verdict(BaseModel):
+    """What a decision node concludes. ``no_data`` is only for missing data."""
+
+    model_config = ConfigDict(extra="forbid")
+    value: Literal["true", "false", "no_data"]
+    observed: Any = None
+    threshold: Any = None
+    explanation: str = ""
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _bool_to_str(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if v is None:
+            return "no_data"
+        return v

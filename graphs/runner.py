@@ -1,0 +1,241 @@
+"""Run compiled SOPs durably: a session per SOP keeps MCP servers, registry and checkpointer open.
+
+Every superstep is checkpointed (SQLite by default) before the next starts, so a run that was
+killed resumes on the same thread id without re-running the nodes that had completed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, Literal
+
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from graphs.compiler import APPROVAL_POLICIES, compile_sop, entry_nodes
+from graphs.loader import load_sop
+from graphs.model import Sop, Verdict
+from graphs.services import Services
+from nodes.action import DecisionError, decide_approval
+from nodes.executor import ExecutorChain
+from nodes.mcp_client import McpPool, home_dir, load_server_configs
+from nodes.tool_node import ToolExecutor
+from tools.invocation_log import InvocationLog
+from tools.params import ParamStore
+from tools.registry import Registry
+
+
+class InputError(ValueError):
+    """A run input that does not fit the SOP; ``str`` is one line saying how to fix it."""
+
+
+class RunResult(BaseModel):
+    """The outcome of a run (or of the part that ran before an interrupt)."""
+
+    thread_id: str
+    sop_id: str
+    status: Literal["done", "interrupted", "unresolved"]
+    input: dict[str, Any] = Field(default_factory=dict)
+    verdicts: dict[str, Verdict] = Field(default_factory=dict)
+    path: list[str] = Field(default_factory=list)
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+    trail: list[dict[str, Any]] = Field(default_factory=list)
+    unresolved: dict[str, str] = Field(default_factory=dict)
+    interrupts: list[dict[str, Any]] = Field(default_factory=list)
+    resumed: bool = False
+
+    @property
+    def interrupt(self) -> dict[str, Any] | None:
+        return self.interrupts[0] if self.interrupts else None
+
+
+def sop_dir_of(sop_path: str | Path) -> Path:
+    p = Path(sop_path)
+    return p if p.is_dir() else p.parent
+
+
+def check_input(sop: Sop, inp: Any) -> dict[str, Any]:
+    if not isinstance(inp, dict):
+        raise InputError("run input must be a JSON object such as {\"type\": ..., \"site\": ...}")
+    if not entry_nodes(sop, inp):
+        kinds = ", ".join(sorted(sop.entry))
+        got = inp.get("type")
+        what = f"unknown input type {got!r}" if got is not None else "input has no 'type'"
+        raise InputError(f"{what} for SOP {sop.id}; use one of: {kinds}")
+    return inp
+
+
+def default_checkpoint_path() -> Path:
+    return home_dir() / "checkpoints.sqlite"
+
+
+class Session:
+    """An SOP opened for runs: MCP servers started once, graph compiled once.
+
+    Example:
+        >>> async with Session("examples/service_interruption") as s:
+        ...     result = await s.run({"case_id": "c001"})
+    """
+
+    def __init__(
+        self,
+        sop_path: str | Path,
+        *,
+        checkpoint: str | Path | None = None,
+        approval: str = "ask",
+        log_path: Path | None = None,
+        executors: list[Any] | None = None,
+        router: Any = None,
+        mcp: bool = True,
+    ):
+        if approval not in APPROVAL_POLICIES:
+            raise InputError(f"approval policy must be one of {', '.join(APPROVAL_POLICIES)}")
+        self.sop_dir = sop_dir_of(sop_path)
+        self.sop = load_sop(sop_path)
+        self.approval = approval
+        self.checkpoint = checkpoint
+        self.registry = Registry(self.sop_dir / "tools")
+        self.log = InvocationLog(log_path or home_dir() / "invocations.sqlite")
+        self.pool = McpPool(load_server_configs(self.sop_dir)) if mcp else None
+        chain = ExecutorChain([ToolExecutor(self.registry, self.log), *(executors or [])])
+        self.services = Services(
+            sop=self.sop,
+            sop_dir=self.sop_dir,
+            registry=self.registry,
+            params=ParamStore(self.sop, self.sop_dir),
+            chain=chain,
+            log=self.log,
+            mcp=self.pool,
+            router=router,
+        )
+        self._stack = AsyncExitStack()
+        self.graph = None
+
+    async def __aenter__(self) -> Session:
+        saver = await self._stack.enter_async_context(open_checkpointer(self.checkpoint))
+        self.graph = compile_sop(self.sop, self.services, checkpointer=saver)
+        if self.pool is not None and self.pool.servers:
+            await self.pool.start()
+            self._stack.push_async_callback(self.pool.close)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    def _config(self, thread_id: str, approval: str | None = None) -> dict[str, Any]:
+        return {
+            "configurable": {"thread_id": thread_id, "approval": approval or self.approval},
+            "recursion_limit": 10_000,
+        }
+
+    async def run(
+        self, inp: dict[str, Any], thread_id: str | None = None, approval: str | None = None
+    ) -> RunResult:
+        """Start a run, or resume an unfinished one on ``thread_id`` (a finished one is returned)."""
+        thread_id = thread_id or uuid.uuid4().hex[:12]
+        config = self._config(thread_id, approval)
+        snapshot = await self.graph.aget_state(config)
+        if snapshot.values:
+            if snapshot.next and not snapshot.interrupts:
+                await self.graph.ainvoke(None, config, durability="sync")
+                return await self.result(thread_id, resumed=True)
+            return await self.result(thread_id)
+        check_input(self.sop, inp)
+        await self.graph.ainvoke({"input": inp}, config, durability="sync")
+        return await self.result(thread_id)
+
+    async def resume(self, thread_id: str, decision: Any, interrupt_id: str | None = None) -> RunResult:
+        """Answer the pending gated action(s) of ``thread_id`` with approve or reject."""
+        config = self._config(thread_id)
+        snapshot = await self.graph.aget_state(config)
+        if not snapshot.values:
+            raise InputError(f"no run with thread id {thread_id!r}; start one with `sopgraph run`")
+        if not snapshot.interrupts:
+            raise InputError(f"run {thread_id!r} is not waiting for a decision")
+        try:
+            decide_approval(decision)
+        except DecisionError as exc:
+            raise InputError(str(exc)) from None
+        ids = [i.id for i in snapshot.interrupts]
+        if interrupt_id is not None:
+            if interrupt_id not in ids:
+                raise InputError(f"run {thread_id!r} has no pending interrupt {interrupt_id!r}")
+            ids = [interrupt_id]
+        await self.graph.ainvoke(Command(resume={i: decision for i in ids}), config, durability="sync")
+        return await self.result(thread_id)
+
+    async def result(self, thread_id: str, resumed: bool = False) -> RunResult:
+        snapshot = await self.graph.aget_state(self._config(thread_id))
+        values = snapshot.values or {}
+        interrupts = [{"id": i.id, **(i.value if isinstance(i.value, dict) else {"value": i.value})} for i in snapshot.interrupts]
+        unresolved = values.get("unresolved") or {}
+        status = "interrupted" if interrupts else ("unresolved" if unresolved else "done")
+        trail = values.get("trail") or []
+        return RunResult(
+            thread_id=thread_id,
+            sop_id=self.sop.id,
+            status=status,
+            input=values.get("input") or {},
+            verdicts=values.get("verdicts") or {},
+            path=[s["node"] for s in trail if s.get("status") not in ("bound",)],
+            actions=values.get("actions") or [],
+            trail=trail,
+            unresolved=unresolved,
+            interrupts=interrupts,
+            resumed=resumed,
+        )
+
+
+def open_checkpointer(spec: str | Path | None):
+    """An async context manager yielding a checkpointer: a SQLite file (default) or ``postgres://``."""
+    if spec is not None and str(spec).startswith(("postgres://", "postgresql://")):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        return _postgres(AsyncPostgresSaver, str(spec))
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = Path(spec) if spec else default_checkpoint_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return AsyncSqliteSaver.from_conn_string(str(path))
+
+
+class _postgres:
+    def __init__(self, cls: Any, dsn: str):
+        self.cm = cls.from_conn_string(dsn)
+
+    async def __aenter__(self):
+        saver = await self.cm.__aenter__()
+        await saver.setup()
+        return saver
+
+    async def __aexit__(self, *exc: object):
+        return await self.cm.__aexit__(*exc)
+
+
+async def run_sop(
+    sop_path: str | Path,
+    inp: dict[str, Any],
+    *,
+    thread_id: str | None = None,
+    approval: str = "ask",
+    checkpoint: str | Path | None = None,
+    **session_kw: Any,
+) -> RunResult:
+    """One run in its own session (use ``Session`` for batches: it starts MCP servers once)."""
+    async with Session(sop_path, checkpoint=checkpoint, approval=approval, **session_kw) as s:
+        return await s.run(inp, thread_id=thread_id)
+
+
+async def resume_run(
+    sop_path: str | Path,
+    thread_id: str,
+    decision: Any,
+    *,
+    checkpoint: str | Path | None = None,
+    **session_kw: Any,
+) -> RunResult:
+    """Answer a paused run's gated action and continue it."""
+    async with Session(sop_path, checkpoint=checkpoint, **session_kw) as s:
+        return await s.resume(thread_id, decision)

@@ -1,0 +1,53 @@
+"""What a compiled SOP graph calls at run time: executors, parameters, MCP, the invocation log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from graphs.model import Node, Sop, Verdict
+from nodes.executor import ExecutorChain, ToolContext
+from tools.invocation_log import InvocationLog
+from tools.params import ParamStore
+from tools.registry import Registry
+
+
+class Router(Protocol):
+    """Decides natural-language conditions (an LLM router); raises Unavailable with no model."""
+
+    async def choose(
+        self, node: Node, verdict: Verdict, conditions: list[tuple[str, list[str]]], ctx: ToolContext
+    ) -> list[str]: ...
+
+
+@dataclass
+class Services:
+    """Everything a node needs besides the state. One per SOP per process or batch."""
+
+    sop: Sop
+    sop_dir: Path
+    registry: Registry
+    params: ParamStore
+    chain: ExecutorChain
+    log: InvocationLog | None = None
+    mcp: Any = None  # nodes.mcp_client.McpPool
+    router: Router | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def context(
+        self, node: Node, state: dict[str, Any], run_id: str, parents: list[str]
+    ) -> ToolContext:
+        inp = state.get("input") or {}
+        params = self.params.for_site(inp.get("site"))
+        verdicts = state.get("verdicts") or {}
+        return ToolContext(
+            node_id=node.id,
+            text=self.sop.render_text(node, params),
+            params=params,
+            parents={p: Verdict.model_validate(verdicts[p]) for p in parents if p in verdicts},
+            input=inp,
+            run_id=run_id,
+            mcp=self.mcp,
+            node=node,
+        )

@@ -1,0 +1,462 @@
+"""Graph-level checks of an SOP: references, reachability, loops, parameters and dead edges.
+
+The loader checks the shape of each piece; these checks need the whole graph. Every problem
+names the line of the offending key and the node that holds it, and says how to fix it.
+
+What an action can lead to (mirrors ``graphs/compiler.py``): an action ends ``true`` when it
+is done or approved and ``false`` only when an approver rejects it, so it never ends
+``no_data``; its verdict carries no output, so ``when`` predicates can test only ``value``;
+and it does not route natural-language conditions. Children behind any other key never run.
+``on_error`` is allowed on actions: any action may have a registry tool that fails.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from graphs.loader import LineMap, Problem
+from graphs.model import EDGE_KEYS, Node, Predicate, Sop
+
+# A node id names a LangGraph node (which reserves '|' and ':') and a tool folder.
+_NODE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_RESERVED_IDS = ("__start__", "__end__")
+# Function-calling APIs accept only these names.
+_API_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NEEDS_VALUE = ("lt", "le", "gt", "ge", "in", "not_in", "contains")
+
+
+class SopWarning(Problem):
+    """Something suspicious that still runs; printed as ``warning:``, never fails a load."""
+
+    def __str__(self) -> str:
+        return f"warning: {self.file}:{self.line}: {self.node or '-'}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One ``source -> target`` reference in ``next``, with where it is written."""
+
+    source: str
+    target: str
+    where: str  # "next.true", "next.when[0]"
+    path: tuple[str | int, ...]  # the key path under the node, for LineMap.node
+
+
+def edges_of(node: Node) -> Iterator[Edge]:
+    """Every child reference of ``node`` in file order, with its key path."""
+    for key in EDGE_KEYS:
+        for i, child in enumerate(getattr(node.next, key)):
+            yield Edge(node.id, child, f"next.{key}", ("next", key, i))
+    for j, cond in enumerate(node.next.when):
+        for i, child in enumerate(cond.then):
+            yield Edge(node.id, child, f"next.when[{j}]", ("next", "when", j, "then", i))
+
+
+def validate(sop: Sop, lines: LineMap, file: str) -> list[Problem]:
+    """Every graph-level mistake in ``sop``, in file order; empty when the SOP is sound.
+
+    Example:
+        >>> data, lines = parse_yaml(text, "sop.yaml")
+        >>> validate(Sop.model_validate(data), lines, "sop.yaml")
+        []
+    """
+    return _Checker(sop, lines, file).problems()
+
+
+def find_warnings(sop: Sop, lines: LineMap, file: str) -> list[SopWarning]:
+    """Suspicious but runnable parts of ``sop``: unused params, dead-end observations,
+    visit bounds outside any loop. In file order."""
+    return _Checker(sop, lines, file).warnings()
+
+
+class _Checker:
+    def __init__(self, sop: Sop, lines: LineMap, file: str):
+        self.sop, self.lines, self.file = sop, lines, file
+        self.out: list[Problem] = []
+        self.ids = list(sop.nodes)
+        # Unknown references resolved to their closest id, so that one typo gives one error
+        # rather than a cascade of unreachable nodes; None when nothing is close.
+        self.guess: dict[str, str | None] = {}
+
+    def _add(self, line: int, node: str, message: str) -> None:
+        self.out.append(Problem(self.file, line, node, message))
+
+    def _resolve(self, name: str) -> str | None:
+        if name in self.sop.nodes:
+            return name
+        if name not in self.guess:
+            near = difflib.get_close_matches(name, self.ids, n=1, cutoff=0.6)
+            self.guess[name] = near[0] if near else None
+        return self.guess[name]
+
+    def _unknown(self, name: str) -> str:
+        near = self._resolve(name)
+        hint = f"did you mean '{near}'?" if near else "define it under 'nodes' or fix the id"
+        return f"unknown node '{name}'; {hint}"
+
+    def problems(self) -> list[Problem]:
+        self._check_ids()
+        self._check_entry()
+        for node in self.sop.nodes.values():
+            self._check_edges(node)
+            self._check_node(node)
+        self._check_params()
+        graph = self._graph()
+        if all(
+            self.guess.values()
+        ):  # an unresolvable typo would make everything after it unreachable
+            self._check_reachable(graph)
+        self._check_loops(graph)
+        return sorted(self.out, key=lambda p: p.line)
+
+    # -- one node at a time ------------------------------------------------------------------
+
+    def _check_ids(self) -> None:
+        for nid in self.ids:
+            if nid in _RESERVED_IDS:
+                self._add(self.lines.node(nid), nid, f"'{nid}' is reserved by LangGraph; rename it")
+            elif not _NODE_ID.match(nid):
+                self._add(
+                    self.lines.node(nid),
+                    nid,
+                    "a node id holds only letters, digits, '_', '-' and '.' (it names a graph "
+                    "node and a tool folder); rename it",
+                )
+
+    def _check_entry(self) -> None:
+        if not self.sop.entry:
+            self._add(
+                self.lines.of("entry"),
+                "",
+                "no entry: map each input type to its first node, e.g. 'entry: {alarm: [obs_x]}'",
+            )
+        for kind, targets in self.sop.entry.items():
+            if not targets:
+                self._add(
+                    self.lines.of("entry", kind),
+                    "",
+                    f"entry '{kind}' lists no node; name the node(s) to start with",
+                )
+            seen: set[str] = set()
+            for i, target in enumerate(targets):
+                line = self.lines.of("entry", kind, i)
+                node = self.sop.nodes.get(target)
+                if target in seen:
+                    self._add(line, target, f"entry '{kind}' lists '{target}' twice; remove one")
+                elif node is None:
+                    self._add(line, target, f"entry '{kind}' names {self._unknown(target)}")
+                elif node.is_action:
+                    self._add(
+                        line,
+                        target,
+                        f"entry '{kind}' starts at an action; start at the observation, "
+                        "root_cause or constraint node that decides whether to act",
+                    )
+                seen.add(target)
+
+    def _check_edges(self, node: Node) -> None:
+        seen: set[tuple[str, str]] = set()
+        for edge in edges_of(node):
+            line = self.lines.node(node.id, *edge.path)
+            if (edge.where, edge.target) in seen:
+                self._add(line, node.id, f"{edge.where} lists '{edge.target}' twice; remove one")
+            elif edge.target not in self.sop.nodes:
+                self._add(line, node.id, f"{edge.where} names {self._unknown(edge.target)}")
+            seen.add((edge.where, edge.target))
+        for j, cond in enumerate(node.next.when):
+            line = self.lines.node(node.id, "next", "when", j)
+            if not cond.then:
+                self._add(
+                    line,
+                    node.id,
+                    f"next.when[{j}] leads nowhere; list the nodes to run under 'then' or delete it",
+                )
+            if isinstance(cond.if_, str):
+                if not cond.if_.strip():
+                    self._add(line, node.id, f"next.when[{j}].if is empty; write the condition")
+            else:
+                self._check_predicate(node, j, cond.if_)
+
+    def _check_predicate(self, node: Node, j: int, pred: Predicate) -> None:
+        line = self.lines.node(node.id, "next", "when", j, "if")
+        where = f"next.when[{j}]"
+        if not pred.var.strip():
+            self._add(line, node.id, f"{where}: 'var' is empty; name a key of the node's output")
+        if pred.op in _NEEDS_VALUE and pred.value is None:
+            self._add(line, node.id, f"{where}: op '{pred.op}' needs a 'value' to compare with")
+        elif pred.op in ("in", "not_in") and not isinstance(pred.value, list):
+            self._add(
+                line,
+                node.id,
+                f"{where}: op '{pred.op}' needs a list value, e.g. 'value: [a, b]', "
+                f"got {pred.value!r}",
+            )
+
+    def _check_node(self, node: Node) -> None:
+        nid, at = node.id, self.lines.node
+        if node.api is not None and not _API_NAME.match(node.api.name):
+            self._add(
+                at(nid, "api", "name"),
+                nid,
+                f"api.name '{node.api.name}' must be a function name (letters, digits, '_' or "
+                "'-', at most 64) so a model can call it",
+            )
+        if not node.is_action:
+            if node.approval == "required":
+                self._add(
+                    at(nid, "approval"),
+                    nid,
+                    "'approval' only gates actions; remove it, or make this node an action",
+                )
+            return
+        never = "never run: an action ends approved/done (true) or rejected (false)"
+        if node.next.no_data:
+            self._add(
+                at(nid, "next", "no_data"),
+                nid,
+                f"children under 'no_data' {never}, never without data; "
+                "move them to 'true' or 'always'",
+            )
+        if node.next.false and node.approval != "required":
+            self._add(
+                at(nid, "next", "false"),
+                nid,
+                "children under 'false' never run: only a rejected approval ends an action "
+                "false, and this action needs none; add 'approval: required' or move them",
+            )
+        for j, cond in enumerate(node.next.when):
+            if isinstance(cond.if_, str):
+                self._add(
+                    at(nid, "next", "when", j),
+                    nid,
+                    f"next.when[{j}] never runs: actions do not route natural-language "
+                    "conditions; decide it on a constraint node after this action",
+                )
+            elif cond.if_.var not in ("value", "verdict"):
+                self._add(
+                    at(nid, "next", "when", j),
+                    nid,
+                    f"next.when[{j}] never holds: an action's outcome has no '{cond.if_.var}' "
+                    "to test (only 'value'); test it on a decision node before the action",
+                )
+
+    def _check_params(self) -> None:
+        for node in self.sop.nodes.values():
+            for name in dict.fromkeys(_PARAM.findall(node.text)):
+                if name in self.sop.params:
+                    continue
+                near = difflib.get_close_matches(name, list(self.sop.params), n=1)
+                hint = f"did you mean '{near[0]}'?" if near else "add a default under 'params'"
+                self._add(
+                    self.lines.node(node.id, "text"),
+                    node.id,
+                    f"text uses parameter '{{{name}}}' that 'params' does not define; {hint}",
+                )
+
+    # -- the whole graph -----------------------------------------------------------------------
+
+    def _graph(self) -> dict[str, list[Edge]]:
+        """Edges by source, unknown targets replaced by their guess (or dropped)."""
+        graph: dict[str, list[Edge]] = {}
+        for node in self.sop.nodes.values():
+            out: list[Edge] = []
+            for e in edges_of(node):
+                target = self._resolve(e.target)
+                if target is not None:
+                    out.append(Edge(e.source, target, e.where, e.path))
+            graph[node.id] = out
+        return graph
+
+    def _starts(self) -> list[str]:
+        starts = [self._resolve(t) for targets in self.sop.entry.values() for t in targets]
+        return list(dict.fromkeys(s for s in starts if s is not None))
+
+    def _reach(self, graph: dict[str, list[Edge]], starts: list[str]) -> list[str]:
+        """Nodes reachable from ``starts``, in depth-first discovery order."""
+        order: dict[str, None] = {}
+        stack = list(reversed(starts))
+        while stack:
+            nid = stack.pop()
+            if nid in order:
+                continue
+            order[nid] = None
+            stack += [e.target for e in reversed(graph[nid]) if e.target not in order]
+        return list(order)
+
+    def _check_reachable(self, graph: dict[str, list[Edge]]) -> None:
+        if not self.sop.entry:
+            return
+        reached = set(self._reach(graph, self._starts()))
+        lost = [n for n in self.ids if n not in reached]
+        has_lost_parent = {e.target for n in lost for e in graph[n] if e.source != e.target}
+        # Report only where a detached piece begins; a detached cycle has no such start,
+        # so its first node in file order stands for it.
+        for nid in [n for n in lost if n not in has_lost_parent] + lost:
+            if nid in reached:
+                continue
+            below = self._reach(graph, [nid])
+            more = len([n for n in below if n not in reached]) - 1
+            tail = f" ({more} more node{'s' if more > 1 else ''} hang off it)" if more else ""
+            self._add(
+                self.lines.node(nid),
+                nid,
+                f"not reachable from any entry{tail}; list it in another node's 'next' or in "
+                "'entry', or delete it",
+            )
+            reached.update(below)
+
+    def _check_loops(self, graph: dict[str, list[Edge]]) -> None:
+        order = self._reach(graph, self._starts())
+        rank = {n: i for i, n in enumerate(order)}
+        for loop in _cycles(graph, order):
+            if not self._has_exit(loop):
+                self._report_loop(
+                    graph,
+                    loop,
+                    rank,
+                    "has no way out: every outcome of its "
+                    "nodes continues the loop; send some outcome elsewhere",
+                )
+        unbounded = [n for n in order if self.sop.nodes[n].max_visits is None]
+        for loop in _cycles(graph, unbounded):
+            self._report_loop(
+                graph, loop, rank, "has no visit bound; add 'max_visits: N' to one of its nodes"
+            )
+
+    def _has_exit(self, loop: set[str]) -> bool:
+        for nid in loop:
+            node = self.sop.nodes[nid]
+            if any(self._resolve(c) not in loop for _, c in node.next.edges()):
+                return True
+            if node.is_action:
+                outcomes = ["true", "false"] if node.approval == "required" else ["true"]
+            else:
+                outcomes = ["true", "false", "no_data"]
+            for v in outcomes:
+                fired = node.next.always + getattr(node.next, v)
+                if not any(self._resolve(c) in loop for c in fired):
+                    return True  # this outcome may stop here: the branch ends
+        return False
+
+    def _report_loop(
+        self, graph: dict[str, list[Edge]], loop: set[str], rank: dict[str, int], what: str
+    ) -> None:
+        """Report ``loop`` at the edge that jumps back to its first node reached from an entry."""
+        head = min(loop, key=lambda n: rank.get(n, len(rank)))
+        back, path = _shortest_cycle(graph, loop, head)
+        shown = " → ".join([*path, head])
+        self._add(
+            self.lines.node(back.source, *back.path),
+            back.source,
+            f"{back.where} jumps back to '{head}': the loop {shown} {what}",
+        )
+
+    # -- warnings ------------------------------------------------------------------------------
+
+    def warnings(self) -> list[SopWarning]:
+        found: list[SopWarning] = []
+        texts = " ".join(n.text for n in self.sop.nodes.values())
+        used = set(_PARAM.findall(texts))
+        for name in self.sop.params:
+            if name not in used:
+                found.append(
+                    SopWarning(
+                        self.file,
+                        self.lines.of("params", name),
+                        "",
+                        f"parameter '{name}' appears in no node text; a tool may still read "
+                        "it, else delete it",
+                    )
+                )
+        graph = self._graph()
+        in_loop = {n for loop in _cycles(graph, self.ids) for n in loop}
+        for node in self.sop.nodes.values():
+            line = self.lines.node(node.id)
+            if node.kind in ("observation", "constraint") and not node.next.edges():
+                found.append(
+                    SopWarning(
+                        self.file,
+                        line,
+                        node.id,
+                        f"this {node.kind} leads nowhere, so its verdict changes nothing; add "
+                        "'next' edges, or make it a root_cause if it is a conclusion",
+                    )
+                )
+            if node.max_visits is not None and node.id not in in_loop:
+                found.append(
+                    SopWarning(
+                        self.file,
+                        self.lines.node(node.id, "max_visits"),
+                        node.id,
+                        "'max_visits' has no effect: this node is in no loop",
+                    )
+                )
+        return sorted(found, key=lambda p: p.line)
+
+
+def _cycles(graph: dict[str, list[Edge]], nodes: list[str]) -> list[set[str]]:
+    """Strongly connected components of ``graph`` restricted to ``nodes`` that hold a cycle,
+    ordered by their first node in ``nodes`` (Tarjan's algorithm, iterative)."""
+    allowed = set(nodes)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[set[str]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            nid, i = work.pop()
+            if i == 0:
+                index[nid] = low[nid] = len(index)
+                stack.append(nid)
+                on_stack.add(nid)
+            succ = [e.target for e in graph[nid] if e.target in allowed]
+            if i < len(succ):
+                work.append((nid, i + 1))
+                nxt = succ[i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[nid] = min(low[nid], index[nxt])
+                continue
+            if low[nid] == index[nid]:
+                comp: set[str] = set()
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    comp.add(top)
+                    if top == nid:
+                        break
+                if len(comp) > 1 or nid in succ:
+                    found.append(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[nid])
+    first = {n: i for i, n in enumerate(nodes)}
+    return sorted(found, key=lambda c: min(first[n] for n in c))
+
+
+def _shortest_cycle(
+    graph: dict[str, list[Edge]], loop: set[str], head: str
+) -> tuple[Edge, list[str]]:
+    """The edge back into ``head`` closing the shortest cycle through it, and that cycle."""
+    prev: dict[str, Edge | None] = {head: None}
+    queue = [head]
+    for nid in queue:
+        for e in graph[nid]:
+            if e.target == head:
+                path = [nid]
+                while (p := prev[path[0]]) is not None:
+                    path.insert(0, p.source)
+                return e, path
+            if e.target in loop and e.target not in prev:
+                prev[e.target] = e
+                queue.append(e.target)
+    raise AssertionError(f"{head} is in a cycle but no edge leads back to it")

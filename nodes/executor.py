@@ -1,0 +1,90 @@
+"""The executor interface: what decides a decision node, and the chain that picks the cheapest one.
+
+A node is decided by the first executor of its chain that can serve it: a compiled tool,
+then (when a model is configured) a CodeAct sub-agent. An executor that cannot serve raises
+``Unavailable``; one that tried and failed raises anything else. Neither is a verdict.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from graphs.model import Node, Verdict
+
+
+@dataclass
+class ToolContext:
+    """What a tool or sub-agent sees of the run: the node, its parameters, parents and MCP."""
+
+    node_id: str
+    text: str
+    params: dict[str, Any]
+    parents: dict[str, Verdict]
+    input: dict[str, Any]
+    run_id: str
+    mcp: Any = None  # nodes.mcp_client.McpPool (or anything with `await call(server, tool, args)`)
+    node: Node | None = None
+
+    @property
+    def site(self) -> str:
+        return str(self.input.get("site", ""))
+
+    @property
+    def timestamp(self) -> str:
+        return str(self.input.get("timestamp", ""))
+
+
+@dataclass
+class Outcome:
+    """What an executor concluded, with enough detail for the trail and the trace."""
+
+    verdict: Verdict | None
+    executor: str
+    tool_version: int | None = None
+    error: str | None = None
+    ms: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Unavailable(Exception):
+    """This executor cannot serve the node (no tool, no model); try the next one."""
+
+
+class Executor(Protocol):
+    name: str
+
+    async def decide(self, node: Node, ctx: ToolContext) -> Outcome: ...
+
+
+class ExecutorChain:
+    """Tries executors in order; the first verdict wins, every failure is kept as an attempt."""
+
+    def __init__(self, executors: list[Executor]):
+        self.executors = executors
+
+    async def decide(self, node: Node, ctx: ToolContext) -> Outcome:
+        attempts: list[dict[str, Any]] = []
+        start = time.perf_counter()
+        for ex in self.executors:
+            try:
+                outcome = await ex.decide(node, ctx)
+            except Unavailable as exc:
+                attempts.append({"executor": ex.name, "status": "unavailable", "reason": str(exc)})
+                continue
+            except Exception as exc:  # noqa: BLE001 - a failing executor hands over to the next
+                reason = f"{type(exc).__name__}: {exc}"
+                attempts.append({"executor": ex.name, "status": "error", "reason": reason})
+                continue
+            outcome.attempts = attempts + outcome.attempts
+            return outcome
+        reasons = "; ".join(f"{a['executor']}: {a['reason']}" for a in attempts)
+        return Outcome(
+            verdict=None,
+            executor="none",
+            error=reasons or "no executor configured for this node",
+            ms=(time.perf_counter() - start) * 1000,
+            attempts=attempts,
+        )

@@ -1,0 +1,4 @@
+# attack: busy infinite loop
+# expect: cpu limit
+while True:
+    pass

@@ -1,0 +1,5 @@
+# attack: fork bomb through import os
+# expect: blocked import: os
+import os
+while True:
+    os.fork()

@@ -1,0 +1,4 @@
+# attack: imports ctypes
+# expect: blocked import: ctypes
+import ctypes
+ctypes.CDLL(None).system(b'id')

@@ -1,0 +1,4 @@
+# attack: imports importlib to load anything
+# expect: blocked import: importlib
+import importlib
+importlib.import_module('os').system('id')

@@ -1,0 +1,8 @@
+# attack: tries to leave its namespaces via ctypes with the guard off
+# expect: permission denied
+# guard: off
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000 | 0x00020000) != 0:
+    raise OSError(ctypes.get_errno(), 'unshare refused')
+print('ESCAPED')

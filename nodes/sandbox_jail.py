@@ -1,0 +1,301 @@
+"""OS-level containment for the sandbox: the part that holds even when Python-level hooks fail.
+
+A sandboxed child gets, in a `preexec_fn` that runs between fork and exec: resource limits,
+its own network namespace (no interface is up, so not even loopback answers) and mount
+namespace (the repo, home directories and shared temp dirs hidden under empty read-only
+tmpfs, a fresh size-limited tmpfs as its working directory), a seccomp filter (no sockets,
+no fork, no mount/ptrace/namespace syscalls) and a fresh unprivileged uid, unique per run,
+so that leftovers can be found and killed by uid. Every layer is best effort; the layers
+actually applied are reported back through a pipe and a run refuses to start without the
+essential ones.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# A fresh uid per run, far above any uid a distribution hands out.
+SANDBOX_UID_MIN = 1_500_000_000
+SANDBOX_UID_MAX = 1_600_000_000
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_HIDDEN_CANDIDATES = ("/root", "/home", "/work", "/mnt", "/srv", "/media", "/run", "/var/tmp")
+_KEEP = ("/", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys", "/var")
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_CLONE_THREAD = 0x00010000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REC, _MS_PRIVATE = 0x4000, 1 << 18
+_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+
+# x86_64 syscall numbers denied by the seccomp filter, with the errno they fail with.
+_X86_64_DENY = {
+    41: errno.EACCES,  # socket
+    57: errno.EAGAIN,  # fork
+    58: errno.EAGAIN,  # vfork
+    435: errno.ENOSYS,  # clone3 (glibc falls back to clone, whose flags we can inspect)
+    101: errno.EPERM,  # ptrace
+    165: errno.EPERM,  # mount
+    166: errno.EPERM,  # umount2
+    272: errno.EPERM,  # unshare
+    308: errno.EPERM,  # setns
+    155: errno.EPERM,  # pivot_root
+    161: errno.EPERM,  # chroot
+    321: errno.EPERM,  # bpf
+    298: errno.EPERM,  # perf_event_open
+    323: errno.EPERM,  # userfaultfd
+    248: errno.EPERM,  # add_key
+    249: errno.EPERM,  # request_key
+    250: errno.EPERM,  # keyctl
+    310: errno.EPERM,  # process_vm_readv
+    311: errno.EPERM,  # process_vm_writev
+    425: errno.EPERM,  # io_uring_setup
+}
+_X86_64_CLONE = 56
+_AUDIT_ARCH_X86_64 = 0xC000003E
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _seccomp_program() -> ctypes.Array | None:
+    """Build the BPF filter once, in the parent (the forked child only hands it to prctl)."""
+    if platform.machine() != "x86_64":
+        return None
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, kill = 0x7FFF0000, 0x80000000
+
+    def err(code: int) -> int:
+        return 0x00050000 | code
+
+    ins = [
+        (ld, 0, 0, 4),  # seccomp_data.arch
+        (jeq, 1, 0, _AUDIT_ARCH_X86_64),
+        (ret, 0, 0, kill),
+        (ld, 0, 0, 0),  # seccomp_data.nr
+        (jge, 0, 1, 0x40000000),  # x32 ABI
+        (ret, 0, 0, err(errno.EPERM)),
+        (jeq, 0, 4, _X86_64_CLONE),
+        (ld, 0, 0, 16),  # args[0] low word: clone flags
+        (jset, 0, 1, _CLONE_THREAD),
+        (ret, 0, 0, allow),  # a thread
+        (ret, 0, 0, err(errno.EAGAIN)),  # a new process
+    ]
+    for nr, code in _X86_64_DENY.items():
+        ins += [(jeq, 0, 1, nr), (ret, 0, 0, err(code))]
+    ins.append((ret, 0, 0, allow))
+    raw = b"".join(struct.pack("HBBI", *i) for i in ins)
+    buf = ctypes.create_string_buffer(raw, len(raw))
+
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    prog = _Prog(len(ins), ctypes.addressof(buf))
+    prog._buf = buf  # keep the instructions alive with the program
+    return prog
+
+
+_SECCOMP = _seccomp_program()
+
+
+def hidden_paths(interpreter: str) -> list[str]:
+    """Directories to hide from the child: never an ancestor of the interpreter or its stdlib."""
+    needed = [Path(interpreter).resolve(), Path(os.__file__).resolve()]
+    candidates = {*_HIDDEN_CANDIDATES, str(PROJECT_ROOT), str(Path.cwd())}
+    out = []
+    for c in sorted(candidates):
+        p = Path(c)
+        if c in _KEEP or not p.is_dir() or p.is_symlink():
+            continue
+        if any(n == p or p in n.parents for n in needed):
+            continue
+        if not any(Path(o) in p.parents for o in out):
+            out.append(c)
+    return out
+
+
+def choose_interpreter() -> str:
+    """A python the sandbox uid can run: the system one, unless this one lives somewhere public."""
+    for cand in ("/usr/bin/python3", "/usr/local/bin/python3", sys._base_executable):
+        if cand and os.path.exists(cand) and not str(Path(cand).resolve()).startswith("/root/"):
+            return cand
+    return sys._base_executable
+
+
+class Jail:
+    """The OS layers for one run: call `preexec` in the child, `cleanup` in the parent."""
+
+    def __init__(self, *, cpu_seconds: int, memory_mb: int, file_size_mb: int,
+                 max_processes: int, disk_mb: int, interpreter: str) -> None:  # fmt: skip
+        self.limits = (cpu_seconds, memory_mb, file_size_mb, max_processes, disk_mb)
+        self.is_root = os.geteuid() == 0
+        self.uid = random.randrange(SANDBOX_UID_MIN, SANDBOX_UID_MAX) if self.is_root else -1
+        self.hide = hidden_paths(interpreter)
+        # Fallback working directory, used only when no mount namespace can be had.
+        self.workdir = tempfile.mkdtemp(prefix="sopgraph-sbx-")
+        if self.is_root:
+            os.chown(self.workdir, self.uid, self.uid)
+        os.chmod(self.workdir, 0o700)
+        self._status_r, self._status_w = os.pipe()
+
+    def preexec(self) -> None:
+        """Runs in the forked child before exec: no allocation-heavy work, no locks."""
+        layers: list[str] = []
+        cpu, mem, fsize, nproc, disk = self.limits
+        mb = 1024 * 1024
+        for res, val in (
+            (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+            (resource.RLIMIT_AS, (mem * mb, mem * mb)),
+            (resource.RLIMIT_FSIZE, (fsize * mb, fsize * mb)),
+            (resource.RLIMIT_NPROC, (nproc, nproc)),
+            (resource.RLIMIT_CORE, (0, 0)),
+            (resource.RLIMIT_NOFILE, (64, 64)),
+        ):
+            resource.setrlimit(res, val)
+        layers.append("rlimits")
+        cwd = self.workdir
+        if self._unshare(self.is_root):
+            layers.append("netns")
+            if self._mounts(disk):
+                layers.append("mountns")
+                cwd = "/tmp/sandbox"
+                os.mkdir(cwd, 0o700)
+                if self.is_root:
+                    os.chown(cwd, self.uid, self.uid)
+        os.chdir(cwd)
+        layers.append("tmp cwd")
+        if _SECCOMP is not None:
+            ok = _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and (
+                _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(_SECCOMP), 0, 0)
+                == 0
+            )
+            if ok:
+                layers.append("seccomp")
+        if self.is_root:
+            os.setgroups([])
+            os.setresgid(self.uid, self.uid, self.uid)
+            os.setresuid(self.uid, self.uid, self.uid)
+            layers.append("uid")
+        os.write(self._status_w, json.dumps({"layers": layers, "cwd": cwd}).encode())
+
+    def _unshare(self, is_root: bool) -> bool:
+        flags = _CLONE_NEWNS | _CLONE_NEWNET
+        if _libc.unshare(flags) == 0:
+            return True
+        if is_root:
+            return False
+        # Unprivileged: a user namespace first; map only our own uid.
+        uid, gid = os.getuid(), os.getgid()
+        if _libc.unshare(_CLONE_NEWUSER | flags) != 0:
+            return False
+        try:
+            Path("/proc/self/setgroups").write_text("deny")
+            Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+            Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+        except OSError:
+            return False
+        return True
+
+    def _mounts(self, disk_mb: int) -> bool:
+        def mount(src: bytes, target: str, fstype: bytes | None, flags: int, data: str) -> bool:
+            return _libc.mount(src, target.encode(), fstype, flags, data.encode() or None) == 0
+
+        if not mount(b"none", "/", None, _MS_REC | _MS_PRIVATE, ""):
+            return False
+        sec = _MS_NOSUID | _MS_NODEV
+        for path in self.hide:
+            if not mount(b"tmpfs", path, b"tmpfs", sec | _MS_NOEXEC | _MS_RDONLY, "size=4k,mode=555"):
+                return False
+        mount(b"tmpfs", "/dev/shm", b"tmpfs", sec | _MS_NOEXEC | _MS_RDONLY, "size=4k,mode=555")
+        owner = f",uid={self.uid},gid={self.uid}" if self.is_root else ""
+        return mount(b"tmpfs", "/tmp", b"tmpfs", sec, f"size={disk_mb}m,mode=700{owner}")
+
+    def read_layers(self) -> list[str]:
+        """Call once the child has exec'd: what preexec managed to apply."""
+        os.close(self._status_w)
+        try:
+            data = os.read(self._status_r, 4096)
+        finally:
+            os.close(self._status_r)
+        return json.loads(data or b"{}").get("layers", [])
+
+    def close_status(self) -> None:
+        for fd in (self._status_w, self._status_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def cleanup(self, pid: int | None) -> int:
+        """Kill the process group and every process left under the run's uid; remove workdir.
+
+        Returns how many stray processes had to be killed outside the process group.
+        """
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        strays = 0
+        if self.uid >= 0:
+            for _ in range(20):
+                left = pids_of_uid(self.uid)
+                if not left:
+                    break
+                strays += len(left)
+                # kill(-1) from the run's own uid reaches exactly that uid's processes.
+                subprocess.run(
+                    [sys.executable, "-I", "-S", "-c", "import os; os.kill(-1, 9)"],
+                    user=self.uid, group=self.uid, extra_groups=[], env={}, check=False,
+                )  # fmt: skip
+                time.sleep(0.02)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        return strays
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Live processes whose real uid is `uid` (zombies excluded)."""
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = Path(entry.path, "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("State", "").strip().startswith("Z"):
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            out.append(int(entry.name))
+    return out
+
+
+def sandbox_pids() -> list[int]:
+    """Every live process running under any sandbox uid (for the selftest's host checks)."""
+    out = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                uid = entry.stat().st_uid
+            except OSError:
+                continue
+            if SANDBOX_UID_MIN <= uid < SANDBOX_UID_MAX:
+                out.append(int(entry.name))
+    return out

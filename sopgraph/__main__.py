@@ -1,0 +1,5 @@
+import sys
+
+from sopgraph.cli import main
+
+sys.exit(main())

@@ -1,0 +1,235 @@
+"""The ``sopgraph`` command line: a thin layer over the library functions the tests call."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from graphs.loader import SopError, load_sop
+
+
+class UserError(Exception):
+    """A mistake the user can fix; printed as one ``error:`` line, exit 2."""
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from graphs.runner import InputError
+    from nodes.mcp_client import McpError
+    from tools.registry import RegistryError
+
+    errors: list[type[BaseException]] = [SopError, UserError, InputError, McpError, RegistryError]
+    try:
+        from sopgraph.settings import SettingsError
+
+        errors.append(SettingsError)
+    except ImportError:  # settings arrive with the model providers
+        pass
+    return tuple(errors)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    sop = load_sop(args.path)
+    decisions, actions = len(sop.decision_nodes), len(sop.action_nodes)
+    if args.json:
+        _print_json(
+            {"ok": True, "id": sop.id, "version": sop.version, "decision_nodes": decisions,
+             "action_nodes": actions, "edges": sop.edge_count()}
+        )
+    else:
+        print(
+            f"ok: {sop.id} v{sop.version}: {decisions} decision nodes, "
+            f"{actions} action nodes, {sop.edge_count()} edges"
+        )
+    return 0
+
+
+def _read_input(spec: str) -> dict[str, Any]:
+    text = sys.stdin.read() if spec == "-" else None
+    if text is None:
+        p = Path(spec)
+        text = p.read_text() if p.exists() else spec
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"--input {spec}: not JSON ({exc.msg} at line {exc.lineno}); pass a file or a JSON object"
+        ) from None
+    if not isinstance(data, dict):
+        raise UserError(f"--input {spec}: expected a JSON object")
+    return data
+
+
+def _print_result(result: Any, as_json: bool) -> None:
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        return
+    from sopgraph.report import format_run
+
+    print(format_run(result))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from graphs.runner import Session
+
+    inp = _read_input(args.input) if args.input else {}
+
+    async def go():
+        async with Session(args.sop, checkpoint=args.checkpoint, approval=args.approval) as s:
+            return await s.run(inp, thread_id=args.thread)
+
+    result = asyncio.run(go())
+    _print_result(result, args.json)
+    return 0 if result.status != "unresolved" else 1
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from graphs.runner import Session
+
+    async def go():
+        async with Session(args.sop, checkpoint=args.checkpoint) as s:
+            return await s.resume(args.thread, args.decision)
+
+    result = asyncio.run(go())
+    _print_result(result, args.json)
+    return 0 if result.status != "unresolved" else 1
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from graphs import drawing
+
+    sop = load_sop(args.path)
+    if args.format == "mermaid":
+        text = drawing.to_mermaid(sop)
+        if args.output:
+            Path(args.output).write_text(text)
+            print(f"wrote {args.output}")
+        else:
+            print(text)
+        return 0
+    out = Path(args.output or f"{sop.id}.png")
+    drawing.render_png(sop, out)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from graphs.importers import import_file
+    from graphs.importers.sopagent import dump_sop_yaml
+
+    sop = import_file(args.kind, Path(args.file))
+    text = dump_sop_yaml(sop)
+    if args.output:
+        Path(args.output).write_text(text)
+        print(
+            f"wrote {args.output}: {sop.id}: {len(sop.decision_nodes)} decision nodes, "
+            f"{len(sop.action_nodes)} action nodes"
+        )
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from tools import commands
+
+    sop_dir = Path(args.sop)
+    sop_dir = sop_dir if sop_dir.is_dir() else sop_dir.parent
+    if args.action == "list":
+        print(commands.tools_list(sop_dir, as_json=args.json))
+    elif args.action == "promote":
+        print(commands.tools_promote(sop_dir, args.node, args.version))
+    elif args.action == "revert":
+        print(commands.tools_revert(sop_dir, args.node))
+    elif args.action == "remove":
+        print(commands.tools_remove(sop_dir, args.node))
+    return 0
+
+
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    from nodes.sandbox_selftest import main as selftest_main
+
+    return selftest_main()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sopgraph", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    v = sub.add_parser("validate", help="check an SOP file and print its size")
+    v.add_argument("path")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(fn=cmd_validate)
+
+    r = sub.add_parser("run", help="run an SOP on one input (resumes an unfinished thread)")
+    r.add_argument("sop", help="SOP file or its folder")
+    r.add_argument("--input", "-i", help="JSON file, '-' for stdin, or inline JSON")
+    r.add_argument("--thread", help="thread id: reuse it to resume a killed or paused run")
+    r.add_argument("--approval", choices=["ask", "approve", "reject"], default="ask",
+                   help="gated actions: pause and ask (default), or approve/reject all")
+    r.add_argument("--checkpoint", help="SQLite file (default .sopgraph/checkpoints.sqlite) or postgres://…")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(fn=cmd_run)
+
+    rs = sub.add_parser("resume", help="answer a paused run's gated action")
+    rs.add_argument("sop")
+    rs.add_argument("--thread", required=True)
+    rs.add_argument("--decision", required=True, choices=["approve", "reject"])
+    rs.add_argument("--checkpoint")
+    rs.add_argument("--json", action="store_true")
+    rs.set_defaults(fn=cmd_resume)
+
+    g = sub.add_parser("graph", help="draw an SOP as Mermaid or PNG")
+    g.add_argument("path")
+    g.add_argument("--format", choices=["mermaid", "png"], default="mermaid")
+    g.add_argument("--output", "-o")
+    g.set_defaults(fn=cmd_graph)
+
+    im = sub.add_parser("import", help="convert another SOP format into sopgraph YAML")
+    im.add_argument("kind", choices=["sopagent"])
+    im.add_argument("file")
+    im.add_argument("--output", "-o")
+    im.set_defaults(fn=cmd_import)
+
+    t = sub.add_parser("tools", help="list, promote, revert or remove compiled tool versions")
+    t.add_argument("action", choices=["list", "promote", "revert", "remove"])
+    t.add_argument("sop", help="SOP file or folder")
+    t.add_argument("node", nargs="?")
+    t.add_argument("version", nargs="?", type=int)
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(fn=cmd_tools)
+
+    sb = sub.add_parser("sandbox", help="sandbox for generated code")
+    sb.add_argument("action", choices=["selftest"])
+    sb.set_defaults(fn=cmd_sandbox)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "action", None) in ("promote", "revert", "remove") and not args.node:
+        print(f"error: sopgraph tools {args.action}: give the node id", file=sys.stderr)
+        return 2
+    if getattr(args, "action", None) == "promote" and args.version is None:
+        print("error: sopgraph tools promote: give the version number to promote", file=sys.stderr)
+        return 2
+    try:
+        return args.fn(args)
+    except _user_errors() as exc:
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(line if line.startswith("error:") else f"error: {line}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""The compiled graph: routing, parallel layers, loops, fallback on error, gated actions."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sop_factory import make_sop
+
+from graphs.runner import InputError, Session
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
+
+
+def _obs(next_: dict, **kw) -> dict:
+    return {"kind": "observation", "text": "check", "next": next_, **kw}
+
+
+def _act(**kw) -> dict:
+    return {"kind": "action", "text": "do it", **kw}
+
+
+PARALLEL = {
+    "id": "parallel",
+    "entry": {"alarm": ["root"]},
+    "nodes": {
+        "root": _obs({"true": ["slow_a", "slow_b"]}),
+        "slow_a": {"kind": "root_cause", "text": "a", "next": {"true": ["act_a"]}},
+        "slow_b": {"kind": "root_cause", "text": "b", "next": {"true": ["act_b"]}},
+        "act_a": _act(),
+        "act_b": _act(),
+    },
+}
+SLOW = "await asyncio.sleep(0.3)\nreturn Verdict(value=True)\n"
+
+
+async def test_sibling_tools_run_concurrently(tmp_path):
+    root = make_sop(tmp_path / "sop", PARALLEL, {"root": "return Verdict(value=True)",
+                                                   "slow_a": SLOW, "slow_b": SLOW})
+    async with Session(root, mcp=False) as s:
+        await s.run({"type": "alarm"})  # warm imports
+        start = time.perf_counter()
+        result = await s.run({"type": "alarm"})
+        layer = time.perf_counter() - start
+    assert result.status == "done"
+    assert set(result.path) == {"root", "slow_a", "slow_b", "act_a", "act_b"}
+    ms = {s["node"]: s.get("ms", 0) for s in result.trail}
+    assert ms["slow_a"] >= 290 and ms["slow_b"] >= 290
+    assert layer < 0.45, f"two 0.3 s siblings took {layer:.3f} s: they did not run concurrently"
+    # the two root causes were one superstep: they precede both actions in the trail
+    order = [s["node"] for s in result.trail]
+    assert max(order.index("slow_a"), order.index("slow_b")) < min(order.index("act_a"), order.index("act_b"))
+
+
+ROUTING = {
+    "id": "routing",
+    "params": {"limit": 10},
+    "entry": {"alarm": ["measure"]},
+    "nodes": {
+        "measure": _obs({
+            "true": ["high"], "false": ["low"], "no_data": ["missing"],
+            "when": [{"if": {"var": "level", "op": "gt", "value": 50}, "then": ["very_high"]}],
+        }, text="level above {limit}"),
+        "high": _act(), "low": _act(), "missing": _act(), "very_high": _act(),
+    },
+}
+MEASURE = """
+level = ctx.input.get("level")
+if level is None:
+    return Verdict(value="no_data", explanation="no level")
+return Verdict(value=level > ctx.params["limit"], observed={"level": level}, threshold=ctx.params["limit"])
+"""
+
+
+@pytest.mark.parametrize(
+    "level,expected",
+    [(5, ["measure", "low"]), (20, ["measure", "high"]), (80, ["measure", "high", "very_high"]),
+     (None, ["measure", "missing"])],
+)
+async def test_routes_by_verdict_and_predicate(tmp_path, level, expected):
+    root = make_sop(tmp_path / "sop", ROUTING, {"measure": MEASURE})
+    async with Session(root, mcp=False) as s:
+        result = await s.run({"type": "alarm", "level": level})
+    assert result.path == expected
+    assert result.verdicts["measure"].threshold == (None if level is None else 10)
+
+
+LOOP = {
+    "id": "loop",
+    "entry": {"task": ["ask"]},
+    "nodes": {
+        "ask": _obs({"false": ["ask"], "true": ["done"]}, max_visits=3),
+        "done": _act(),
+    },
+}
+ASK = """
+n = ctx.input["succeed_on"]
+path = os.path.join(os.environ["SOPGRAPH_HOME"], "ask_count")
+count = int(open(path).read()) + 1 if os.path.exists(path) else 1
+open(path, "w").write(str(count))
+return Verdict(value=count >= n, observed={"attempt": count})
+"""
+
+
+@pytest.mark.parametrize("succeed_on,visits,finished", [(2, 2, True), (5, 3, False)])
+async def test_loop_is_bounded(tmp_path, succeed_on, visits, finished):
+    root = make_sop(tmp_path / "sop", LOOP, {"ask": ASK})
+    async with Session(root, mcp=False) as s:
+        result = await s.run({"type": "task", "succeed_on": succeed_on})
+    assert result.path.count("ask") == visits
+    assert ("done" in result.path) is finished
+    if not finished:
+        assert any(s["status"] == "bound" for s in result.trail)
+
+
+DIAMOND = {
+    "id": "diamond",
+    "entry": {"a": ["top"]},
+    "nodes": {
+        "top": _obs({"true": ["left", "short"]}),
+        "left": {"kind": "root_cause", "text": "l", "next": {"true": ["deep"]}},
+        "deep": {"kind": "root_cause", "text": "d", "next": {"true": ["shared"]}},
+        "short": {"kind": "root_cause", "text": "s", "next": {"true": ["shared"]}},
+        "shared": _act(),
+    },
+}
+
+
+async def test_node_reached_twice_outside_a_loop_runs_once(tmp_path):
+    ok = "return Verdict(value=True)"
+    root = make_sop(tmp_path / "sop", DIAMOND, {n: ok for n in ("top", "left", "deep", "short")})
+    async with Session(root, mcp=False) as s:
+        result = await s.run({"type": "a"})
+    assert result.path.count("shared") == 1
+    assert len(result.actions) == 1
+
+
+ERRORS = {
+    "id": "errors",
+    "entry": {"a": ["boom"], "b": ["boom_handled"]},
+    "nodes": {
+        "boom": _obs({"true": ["after"]}),
+        "boom_handled": _obs({"true": ["after"], "on_error": ["manual_check"]}),
+        "after": _act(),
+        "manual_check": _act(),
+        "no_tool": _obs({"true": ["after"]}),
+    },
+}
+
+
+async def test_tool_error_is_unresolved_never_no_data(tmp_path):
+    sop = dict(ERRORS, entry={**ERRORS["entry"], "c": ["no_tool"]})
+    raise_ = "raise RuntimeError('backend down')"
+    root = make_sop(tmp_path / "sop", sop, {"boom": raise_, "boom_handled": raise_})
+    async with Session(root, mcp=False, log_path=tmp_path / "log.sqlite") as s:
+        stopped = await s.run({"type": "a"})
+        handled = await s.run({"type": "b"})
+        missing = await s.run({"type": "c"})
+        logged = s.log.query(run_id=stopped.thread_id)
+    assert stopped.status == "unresolved" and stopped.path == ["boom"]
+    assert "backend down" in stopped.unresolved["boom"]
+    assert "boom" not in stopped.verdicts
+    assert handled.path == ["boom_handled", "manual_check"]
+    assert "no tool" in missing.unresolved["no_tool"].lower() or "manifest" in missing.unresolved["no_tool"]
+    assert logged[0]["error"].startswith("RuntimeError")
+
+
+GATED = {
+    "id": "gated",
+    "entry": {"alarm": ["check"]},
+    "nodes": {
+        "check": _obs({"true": ["standby"]}),
+        "standby": _act(cost="high", approval="required",
+                        next={"true": ["confirm_standby"], "false": ["notify_rejected"]}),
+        "confirm_standby": _act(),
+        "notify_rejected": _act(),
+    },
+}
+
+
+@pytest.mark.parametrize("decision,child", [("approve", "confirm_standby"), ("reject", "notify_rejected")])
+async def test_gated_action_pauses_and_resumes(tmp_path, decision, child):
+    root = make_sop(tmp_path / "sop", GATED, {"check": "return Verdict(value=True)"})
+    async with Session(root, mcp=False) as s:
+        paused = await s.run({"type": "alarm"}, thread_id="t1")
+        assert paused.status == "interrupted"
+        assert paused.interrupt["node"] == "standby"
+        assert paused.path == ["check"]
+        done = await s.resume("t1", decision)
+    assert done.status == "done"
+    assert done.path == ["check", "standby", child]
+    assert done.actions[0]["approved"] is (decision == "approve")
+
+
+async def test_approval_policy_skips_the_pause(tmp_path):
+    root = make_sop(tmp_path / "sop", GATED, {"check": "return Verdict(value=True)"})
+    async with Session(root, mcp=False, approval="approve") as s:
+        result = await s.run({"type": "alarm"})
+    assert result.status == "done" and result.path[-1] == "confirm_standby"
+    assert result.actions[0]["by"] == "policy:approve"
+
+
+async def test_unknown_input_type_is_one_clear_error(tmp_path):
+    root = make_sop(tmp_path / "sop", GATED, {"check": "return Verdict(value=True)"})
+    async with Session(root, mcp=False) as s:
+        with pytest.raises(InputError, match="unknown input type 'nope'.*use one of: alarm"):
+            await s.run({"type": "nope"})

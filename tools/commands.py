@@ -1,0 +1,132 @@
+"""``sopgraph tools list|promote|revert|remove|rehash``: library functions the CLI calls.
+
+Each returns the text to print; a mistake the user can fix raises a ``RegistryError`` whose
+``str()`` is one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from graphs.loader import SopError, load_sop
+from tools.registry import Registry, ToolEntry
+
+_HEADER = ("node", "active", "versions", "author", "train", "eval", "date", "sha256", "status")
+
+
+def _sop_dir(path: Path) -> Path:
+    """Accept the SOP folder or its ``sop.yaml``."""
+    path = Path(path)
+    return path.parent if path.is_file() else path
+
+
+def registry_for(sop_dir: Path) -> Registry:
+    return Registry(_sop_dir(sop_dir) / "tools")
+
+
+def _decision_nodes(sop_dir: Path) -> list[str]:
+    """Decision nodes of the SOP next to the tools, if it loads; tools list must work anyway."""
+    try:
+        sop = load_sop(_sop_dir(sop_dir), check=False)
+    except SopError:
+        return []
+    return [n.tool_name for n in sop.decision_nodes]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _row(reg: Registry, e: ToolEntry) -> dict[str, Any]:
+    active = e.version(e.active) if e.active is not None else None
+    return {
+        "node": e.node_id,
+        "active": e.active,
+        "history": e.history,
+        "status": reg.status(e.node_id, e.active) if active else "no active version",
+        "versions": [
+            {
+                "version": v.version,
+                "sha256": v.sha256,
+                "author": v.author,
+                "train_pass": v.train_pass,
+                "eval_pass": v.eval_pass,
+                "date": v.date,
+            }
+            for v in e.versions
+        ],
+    }
+
+
+def tools_list(sop_dir: Path, as_json: bool = False) -> str:
+    """Every node's tool: active version and its author, pass rates, date, sha and status.
+
+    Decision nodes of the SOP without a tool are listed too (they fall back to the
+    sub-agent). Status is ``ok``, ``modified`` (file differs from the manifest: it will be
+    refused) or ``missing``.
+    """
+    reg = registry_for(sop_dir)
+    rows = [_row(reg, e) for e in reg.list()]
+    tooled = {r["node"] for r in rows}
+    for node in _decision_nodes(sop_dir):
+        if node not in tooled:
+            tooled.add(node)
+            rows.append(
+                {"node": node, "active": None, "history": [], "status": "no tool", "versions": []}
+            )
+    rows.sort(key=lambda r: r["node"])
+    if as_json:
+        return json.dumps({"sop": reg.sop_id, "tools": rows}, indent=2)
+    table = [_HEADER]
+    for r in rows:
+        v = next((v for v in r["versions"] if v["version"] == r["active"]), None)
+        table.append(
+            (
+                r["node"],
+                f"v{r['active']}" if r["active"] is not None else "-",
+                ",".join(str(x["version"]) for x in r["versions"]) or "-",
+                v["author"] if v else "-",
+                _pct(v["train_pass"]) if v else "-",
+                _pct(v["eval_pass"]) if v else "-",
+                v["date"] if v else "-",
+                v["sha256"][:12] if v else "-",
+                r["status"],
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(_HEADER))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in table
+    )
+
+
+def tools_promote(sop_dir: Path, node: str, version: int) -> str:
+    reg = registry_for(sop_dir)
+    before = reg.entry(node).active
+    reg.promote(node, version)
+    was = f" (was v{before})" if before is not None and before != version else ""
+    return f"{node}: v{version} is active{was}"
+
+
+def tools_revert(sop_dir: Path, node: str) -> str:
+    reg = registry_for(sop_dir)
+    before = reg.entry(node).active
+    version = reg.revert(node)
+    return f"{node}: reverted to v{version} (was v{before})"
+
+
+def tools_remove(sop_dir: Path, node: str) -> str:
+    reg = registry_for(sop_dir)
+    reg.remove(node)
+    return (
+        f"{node}: removed from {reg.manifest_path} (files kept in {reg.lib_dir / node}); "
+        "the node now falls back to the sub-agent"
+    )
+
+
+def tools_rehash(sop_dir: Path, node: str | None = None) -> str:
+    reg = registry_for(sop_dir)
+    reg.rehash(node)
+    return f"rehashed {node or 'every tool'} in {reg.manifest_path}"

@@ -1,0 +1,460 @@
+"""The tool registry: versioned compiled tools of one SOP and the manifest that picks one.
+
+Layout: ``<sop dir>/tools/<node id>/v<N>.py`` plus ``<sop dir>/tools/manifest.json``::
+
+    {"sop": "<sop id>", "tools": {"<node id>": {"active": 1, "history": [1],
+        "versions": {"1": {"sha256": "...", "author": "human", "train_pass": 0.98,
+                           "eval_pass": 0.97, "date": "2026-11-22"}}}}}
+
+Promoting or reverting a version only edits the manifest. A file whose sha256 differs from
+the manifest is refused at load, so an edited tool never runs unreviewed.
+
+Example:
+    >>> reg = Registry(Path("examples/service_interruption/tools"))  # doctest: +SKIP
+    >>> tool = reg.resolve("obs_station_idle")                          # doctest: +SKIP
+    >>> verdict = await tool.fn(site, timestamp, ctx)                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from graphs.model import Verdict
+
+try:  # POSIX only; without it concurrent writers from several processes may lose an update
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+MANIFEST = "manifest.json"
+_NODE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_VERSION_FILE = re.compile(r"^v(\d+)\.py$")
+
+
+class RegistryError(Exception):
+    """A registry problem the user can fix; ``str()`` is one line (what, where, how to fix)."""
+
+
+class ToolMissing(RegistryError):
+    """The node has no usable tool: no manifest entry, no active version, or no file."""
+
+
+class ToolLoadError(ToolMissing):
+    """The tool file exists and is intact but cannot be used (no ``async def run``, import fails)."""
+
+
+class ToolIntegrityError(RegistryError):
+    """A tool file's sha256 differs from the manifest (edited after it was registered)."""
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One registered version of a node's tool."""
+
+    version: int
+    sha256: str
+    author: str
+    train_pass: float | None
+    eval_pass: float | None
+    date: str
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    """A node's manifest entry: its active version and every registered version."""
+
+    node_id: str
+    active: int | None
+    versions: list[VersionInfo]
+    history: list[int]
+
+    def version(self, n: int) -> VersionInfo | None:
+        return next((v for v in self.versions if v.version == n), None)
+
+
+@dataclass(frozen=True)
+class LoadedTool:
+    """An active tool, checked and imported; ``fn`` is the module's ``run``."""
+
+    node_id: str
+    version: int
+    sha256: str
+    author: str
+    path: Path
+    fn: Callable[..., Awaitable[Verdict]]
+
+
+class _Version(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sha256: str
+    author: str
+    train_pass: float | None = None
+    eval_pass: float | None = None
+    date: str
+
+
+class _Tool(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    active: int | None = None
+    history: list[int] = Field(default_factory=list)
+    versions: dict[str, _Version] = Field(default_factory=dict)
+
+
+class _Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sop: str = ""
+    tools: dict[str, _Tool] = Field(default_factory=dict)
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _check_author(author: str) -> None:
+    if author != "human" and not (author.startswith("tool-maker:") and len(author) > 11):
+        raise RegistryError(f"author '{author}' is not valid; use 'human' or 'tool-maker:<model>'")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class Registry:
+    """The tools of one SOP. A missing directory is an empty registry.
+
+    The manifest is re-read when its file changes, so a promotion made by another process
+    (``sopgraph tools promote``) takes effect at the next ``resolve``.
+    """
+
+    def __init__(self, lib_dir: Path, sop_id: str | None = None):
+        self.lib_dir = Path(lib_dir)
+        self.manifest_path = self.lib_dir / MANIFEST
+        self._sop_id = sop_id
+        self._lock = threading.RLock()
+        self._manifest: _Manifest | None = None
+        self._manifest_stamp: tuple[int, int, int] | None = None
+        self._loaded: dict[tuple[str, int, str], LoadedTool] = {}
+
+    # -- reading -------------------------------------------------------------------------
+
+    def path_of(self, node_id: str, version: int) -> Path:
+        return self.lib_dir / node_id / f"v{version}.py"
+
+    def resolve(self, node_id: str) -> LoadedTool:
+        """The node's active tool, loaded once per (node, version, sha256).
+
+        Raises:
+            ToolMissing: no entry, no active version, or no file.
+            ToolIntegrityError: the file differs from the manifest's sha256.
+            ToolLoadError: the file does not define ``async def run`` or fails to import.
+        """
+        with self._lock:
+            entry = self._read().tools.get(node_id)
+            if entry is None:
+                raise ToolMissing(f"no tool for node '{node_id}' in {self.manifest_path}")
+            if entry.active is None:
+                raise ToolMissing(
+                    f"node '{node_id}' has no active tool version in {self.manifest_path}; "
+                    f"run `sopgraph tools promote {node_id} <version>`"
+                )
+            info = entry.versions.get(str(entry.active))
+            if info is None:
+                raise ToolMissing(
+                    f"node '{node_id}' activates v{entry.active}, which is not registered in "
+                    f"{self.manifest_path}; promote a registered version"
+                )
+            key = (node_id, entry.active, info.sha256)
+            cached = self._loaded.get(key)
+            if cached is not None:
+                return cached
+            path = self.path_of(node_id, entry.active)
+            source = self._verified_source(path, info.sha256)
+            fn = self._load_run(node_id, entry.active, info.sha256, path, source)
+            tool = LoadedTool(node_id, entry.active, info.sha256, info.author, path, fn)
+            self._loaded[key] = tool
+            return tool
+
+    def has(self, node_id: str) -> bool:
+        """Whether the node has an active version whose file exists (integrity not checked)."""
+        entry = self._read().tools.get(node_id)
+        return (
+            entry is not None
+            and entry.active is not None
+            and str(entry.active) in entry.versions
+            and self.path_of(node_id, entry.active).is_file()
+        )
+
+    def list(self) -> list[ToolEntry]:
+        """Every node in the manifest, by node id."""
+        return [self._entry(n, t) for n, t in sorted(self._read().tools.items())]
+
+    def entry(self, node_id: str) -> ToolEntry:
+        tool = self._read().tools.get(node_id)
+        if tool is None:
+            raise ToolMissing(f"no tool for node '{node_id}' in {self.manifest_path}")
+        return self._entry(node_id, tool)
+
+    def status(self, node_id: str, version: int) -> str:
+        """``ok``, ``modified`` (sha256 differs) or ``missing`` (no file) for one version."""
+        info = self._read().tools[node_id].versions[str(version)]
+        path = self.path_of(node_id, version)
+        if not path.is_file():
+            return "missing"
+        return "ok" if sha256_of(path) == info.sha256 else "modified"
+
+    @property
+    def sop_id(self) -> str:
+        return self._read().sop or self._default_sop_id()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def add_version(
+        self,
+        node_id: str,
+        code: str,
+        author: str,
+        train_pass: float | None = None,
+        eval_pass: float | None = None,
+        activate: bool = False,
+    ) -> int:
+        """Write ``code`` as the node's next version and register it; returns its number.
+
+        Numbers never reuse a file left on disk (for instance by ``remove``).
+        """
+        _check_node_id(node_id)
+        _check_author(author)
+        with self._write() as m:
+            tool = m.tools.setdefault(node_id, _Tool())
+            on_disk = [
+                int(g.group(1))
+                for p in (self.lib_dir / node_id).glob("v*.py")
+                if (g := _VERSION_FILE.match(p.name))
+            ]
+            version = max([0, *on_disk, *(int(v) for v in tool.versions)]) + 1
+            data = code.encode("utf-8")
+            _atomic_write(self.path_of(node_id, version), data)
+            tool.versions[str(version)] = _Version(
+                sha256=hashlib.sha256(data).hexdigest(),
+                author=author,
+                train_pass=train_pass,
+                eval_pass=eval_pass,
+                date=dt.datetime.now(dt.UTC).date().isoformat(),
+            )
+            if activate:
+                _activate(tool, version)
+        return version
+
+    def promote(self, node_id: str, version: int) -> None:
+        """Make ``version`` the active one (the file must match its sha256)."""
+        with self._write() as m:
+            tool = self._tool(m, node_id)
+            info = tool.versions.get(str(version))
+            if info is None:
+                known = ", ".join(f"v{v}" for v in sorted(map(int, tool.versions))) or "none"
+                raise RegistryError(
+                    f"node '{node_id}' has no v{version} (registered: {known}); "
+                    "pick one of the registered versions"
+                )
+            self._verified_source(self.path_of(node_id, version), info.sha256)
+            _activate(tool, version)
+
+    def revert(self, node_id: str) -> int:
+        """Go back to the version active before the current one; returns it."""
+        with self._write() as m:
+            tool = self._tool(m, node_id)
+            if len(tool.history) < 2:
+                raise RegistryError(
+                    f"node '{node_id}' has no earlier active version to revert to "
+                    f"(history: {tool.history}); use `sopgraph tools promote` instead"
+                )
+            previous = tool.history[-2]
+            info = tool.versions.get(str(previous))
+            if info is None:
+                raise RegistryError(
+                    f"node '{node_id}': earlier version v{previous} is no longer registered; "
+                    "use `sopgraph tools promote` instead"
+                )
+            self._verified_source(self.path_of(node_id, previous), info.sha256)
+            tool.history.pop()
+            tool.active = previous
+            return previous
+
+    def remove(self, node_id: str) -> None:
+        """Take the node out of the manifest; its files stay on disk."""
+        with self._write() as m:
+            self._tool(m, node_id)
+            del m.tools[node_id]
+
+    def rehash(self, node_id: str | None = None) -> None:
+        """Accept the files as they are now: record their sha256 in the manifest."""
+        with self._write() as m:
+            nodes = [node_id] if node_id is not None else list(m.tools)
+            for n in nodes:
+                tool = self._tool(m, n)
+                for v, info in tool.versions.items():
+                    path = self.path_of(n, int(v))
+                    if not path.is_file():
+                        raise ToolMissing(
+                            f"cannot rehash {path}: file missing; restore it or "
+                            f"`sopgraph tools remove {n}`"
+                        )
+                    info.sha256 = sha256_of(path)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _tool(self, m: _Manifest, node_id: str) -> _Tool:
+        tool = m.tools.get(node_id)
+        if tool is None:
+            known = ", ".join(sorted(m.tools)) or "none"
+            raise ToolMissing(
+                f"no tool for node '{node_id}' in {self.manifest_path} (nodes with tools: {known})"
+            )
+        return tool
+
+    @staticmethod
+    def _entry(node_id: str, tool: _Tool) -> ToolEntry:
+        versions = [
+            VersionInfo(int(v), i.sha256, i.author, i.train_pass, i.eval_pass, i.date)
+            for v, i in sorted(tool.versions.items(), key=lambda kv: int(kv[0]))
+        ]
+        return ToolEntry(node_id, tool.active, versions, list(tool.history))
+
+    def _default_sop_id(self) -> str:
+        if self._sop_id:
+            return self._sop_id
+        sop_file = self.lib_dir.parent / "sop.yaml"
+        with contextlib.suppress(OSError, yaml.YAMLError, AttributeError):
+            sop_id = yaml.safe_load(sop_file.read_text(encoding="utf-8")).get("id")
+            if isinstance(sop_id, str):
+                return sop_id
+        return self.lib_dir.parent.name
+
+    def _read(self) -> _Manifest:
+        with self._lock:
+            try:
+                st = self.manifest_path.stat()
+            except FileNotFoundError:
+                self._manifest, self._manifest_stamp = None, None
+                return _Manifest()
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+            if self._manifest is None or stamp != self._manifest_stamp:
+                self._manifest = self._parse(self.manifest_path.read_bytes())
+                self._manifest_stamp = stamp
+            return self._manifest
+
+    def _parse(self, raw: bytes) -> _Manifest:
+        try:
+            return _Manifest.model_validate_json(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "top level"
+            raise RegistryError(
+                f"{self.manifest_path}: invalid manifest at {where}: {err['msg']}; "
+                "fix the file or restore it from version control"
+            ) from None
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[_Manifest]:
+        """Read-modify-write the manifest under a lock; writes only if the body succeeds."""
+        self.lib_dir.mkdir(parents=True, exist_ok=True)
+        with self._lock, open(self.lib_dir / ".manifest.lock", "a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            self._manifest_stamp = None  # another process may have written since our read
+            m = self._read().model_copy(deep=True)
+            if not m.sop:
+                m.sop = self._default_sop_id()
+            yield m
+            text = json.dumps(m.model_dump(), sort_keys=True, indent=2) + "\n"
+            _atomic_write(self.manifest_path, text.encode("utf-8"))
+
+    @staticmethod
+    def _verified_source(path: Path, expected: str) -> bytes:
+        try:
+            source = path.read_bytes()
+        except FileNotFoundError:
+            raise ToolMissing(
+                f"tool file {path} is missing; restore it or `sopgraph tools remove` the node"
+            ) from None
+        actual = hashlib.sha256(source).hexdigest()
+        if actual != expected:
+            raise ToolIntegrityError(
+                f"{path}: sha256 {actual[:12]} differs from the manifest's {expected[:12]}; "
+                "if the edit is intended run `sopgraph tools rehash` (or register it as a "
+                "new version and promote it), else restore the file"
+            )
+        return source
+
+    def _load_run(
+        self, node_id: str, version: int, sha: str, path: Path, source: bytes
+    ) -> Callable[..., Awaitable[Verdict]]:
+        # Unique per library, node, version and content, so two SOPs' tools never collide.
+        lib = hashlib.sha256(str(self.lib_dir.resolve()).encode()).hexdigest()[:8]
+        safe_id = re.sub(r"\W", "_", node_id)
+        name = f"_sopgraph_tool_{lib}_{safe_id}_v{version}_{sha[:12]}"
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                # Execute the bytes that were hashed, not a second read of the file.
+                exec(compile(source, str(path), "exec"), module.__dict__)
+            except Exception as exc:
+                del sys.modules[name]
+                raise ToolLoadError(
+                    f"{path}: cannot import the tool: {type(exc).__name__}: {exc}; "
+                    "fix the file and register it as a new version"
+                ) from exc
+        run: Any = getattr(module, "run", None)
+        if run is None or not inspect.iscoroutinefunction(run):
+            what = "does not define" if run is None else "defines a non-async"
+            raise ToolLoadError(
+                f"{path}: {what} `run`; a tool must define "
+                "`async def run(site, timestamp, ctx) -> Verdict`"
+            )
+        return run
+
+
+def _activate(tool: _Tool, version: int) -> None:
+    if not tool.history and tool.active is not None:
+        tool.history.append(tool.active)  # a hand-written manifest may omit the history
+    if tool.active != version:
+        tool.history.append(version)
+    tool.active = version
+
+
+def _check_node_id(node_id: str) -> None:
+    if not _NODE_ID.match(node_id):
+        raise RegistryError(
+            f"node id '{node_id}' cannot name a tool folder; use letters, digits, '_', '-', '.'"
+        )
