@@ -228,16 +228,19 @@ class CaseResult:
         return steps_match(self.truth, self.node_texts)
 
 
-async def evaluate(sop_dir: Path = SOP_DIR) -> list[CaseResult]:
+async def evaluate(sop_dir: Path = SOP_DIR, case_ids: list[str] | None = None) -> list[CaseResult]:
     """Run the native SOP in ``sop_dir`` on every case of its cases file through the real server.
 
     The server writes its call log under the sopgraph home (``$SOPGRAPH_HOME``, see mcp.yaml).
     """
+    # Imported here: the ground-truth half of this module (used by build.py) needs no LangGraph.
     from graphs.runner import Session
     from nodes.mcp_client import home_dir
 
     tree = read_tree(sop_dir / "sop_agent.yaml")
     cases = json.loads((sop_dir / "cases.json").read_text(encoding="utf-8"))["cases"]
+    if case_ids is not None:
+        cases = {c: cases[c] for c in case_ids}
     log_path = home_dir() / "customer_service_calls.jsonl"
     log_path.unlink(missing_ok=True)
     runs: dict[str, Any] = {}
@@ -259,7 +262,9 @@ async def evaluate(sop_dir: Path = SOP_DIR) -> list[CaseResult]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evals.service_interruption", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m evals.service_interruption", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--sop-dir", type=Path, default=SOP_DIR)
     args = parser.parse_args(argv)
     start = time.perf_counter()

@@ -7,6 +7,7 @@ second parent reaches later is not decided again. Gated actions pause with ``int
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -19,6 +20,7 @@ from graphs.services import Services
 from graphs.state import RunState
 from nodes.action import decide_approval
 from nodes.executor import Unavailable
+from sopgraph.telemetry import node_span, record_action, record_outcome
 
 APPROVAL_POLICIES = ("ask", "approve", "reject")
 
@@ -34,7 +36,9 @@ def parents_of(sop: Sop) -> dict[str, list[str]]:
 
 def nodes_in_cycles(sop: Sop) -> set[str]:
     """Nodes that can reach themselves (they may legitimately run more than once)."""
-    children = {nid: [c for c in n.next.children() if c in sop.nodes] for nid, n in sop.nodes.items()}
+    children = {
+        nid: [c for c in n.next.children() if c in sop.nodes] for nid, n in sop.nodes.items()
+    }
     cyclic: set[str] = set()
     for start in sop.nodes:
         stack, seen = list(children[start]), set()
@@ -54,6 +58,13 @@ def entry_nodes(sop: Sop, inp: dict[str, Any]) -> list[str]:
     if kind is None and len(sop.entry) == 1:
         return next(iter(sop.entry.values()))
     return sop.entry.get(str(kind), [])
+
+
+def _takes_nodes(router: Any) -> bool:
+    try:
+        return "nodes" in inspect.signature(router.choose).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _step(node: Node, **fields: Any) -> dict[str, Any]:
@@ -83,21 +94,27 @@ class _NodeRunner:
             return Command(goto=[])  # already decided when another parent reached it
         run_id = str((config.get("configurable") or {}).get("thread_id", ""))
         ctx = self.services.context(node, state, run_id, self.parents)
-        if node.is_action:
-            return await self._action(ctx, config)
-        return await self._decide(ctx)
+        with node_span(node.id, node.kind) as span:
+            if node.is_action:
+                return await self._action(ctx, config, span)
+            return await self._decide(ctx, span)
 
-    async def _decide(self, ctx) -> Command:
+    async def _decide(self, ctx, span) -> Command:
         node = self.node
         outcome = await self.services.chain.decide(node, ctx)
+        record_outcome(span, node.tool_name, outcome)
         common = {
             "executor": outcome.executor,
             "tool_version": outcome.tool_version,
             "ms": round(outcome.ms, 3),
             "attempts": outcome.attempts,
         }
+        if outcome.detail:  # a sub-agent's trace: turns, tokens, code, MCP calls
+            common["detail"] = outcome.detail
         if outcome.verdict is None:
-            step = _step(node, status="unresolved", error=outcome.error, fired=node.next.on_error, **common)
+            step = _step(
+                node, status="unresolved", error=outcome.error, fired=node.next.on_error, **common
+            )
             return Command(
                 update={
                     "trail": [step],
@@ -108,39 +125,73 @@ class _NodeRunner:
             )
         verdict = outcome.verdict
         children, open_conditions = fired_children(node, verdict)
-        update: dict[str, Any] = {"visits": {node.id: 1}, "verdicts": {node.id: verdict.model_dump()}}
+        update: dict[str, Any] = {
+            "visits": {node.id: 1},
+            "verdicts": {node.id: verdict.model_dump()},
+        }
         if open_conditions:
-            chosen, reason = await self._route(verdict, open_conditions, ctx)
+            chosen, reason, route = await self._route(verdict, open_conditions, ctx)
             children = list(dict.fromkeys(children + chosen))
             if reason:
                 update["unresolved"] = {node.id: reason}
-        step = _step(node, status="decided", fired=children, explanation=verdict.explanation, **_verdict_fields(verdict), **common)
+            if route:  # what the router offered, called and spent
+                common["route"] = route
+        step = _step(
+            node,
+            status="decided",
+            fired=children,
+            explanation=verdict.explanation,
+            **_verdict_fields(verdict),
+            **common,
+        )
         update["trail"] = [step]
         return Command(update=update, goto=children)
 
-    async def _route(self, verdict, conditions, ctx) -> tuple[list[str], str | None]:
+    async def _route(self, verdict, conditions, ctx) -> tuple[list[str], str | None, Any]:
+        """``(children, unresolved reason, router detail)`` for the open NL conditions."""
         router = self.services.router
         if router is None:
-            return [], "natural-language condition needs an LLM router: configure a model (SOPGRAPH_MODEL)"
+            return (
+                [],
+                "natural-language condition needs an LLM router: configure a model (SOPGRAPH_MODEL)",
+                None,
+            )
+        # routers that read the branches' child nodes (their APIs) take them as ``nodes``
+        extra = {"nodes": self.services.sop.nodes} if _takes_nodes(router) else {}
         try:
-            return list(await router.choose(self.node, verdict, conditions, ctx)), None
+            result = await router.choose(self.node, verdict, conditions, ctx, **extra)
         except Unavailable as exc:
-            return [], f"router unavailable: {exc}"
+            detail = getattr(exc, "detail", None)  # a router that tried and failed says so
+            return [], f"router {'failed' if detail else 'unavailable'}: {exc}", detail
+        # a list of children, or a RouteDecision with ``children`` and ``detail``
+        return list(getattr(result, "children", result)), None, getattr(result, "detail", None)
 
-    async def _action(self, ctx, config: RunnableConfig) -> Command:
+    async def _action(self, ctx, config: RunnableConfig, span) -> Command:
         node = self.node
         policy = (config.get("configurable") or {}).get("approval", "ask")
         approved, how = True, "not gated"
         if node.approval == "required":
             if policy == "ask":
                 answer = interrupt(
-                    {"node": node.id, "action": ctx.text or node.id, "cost": node.cost, "ask": "approve or reject"}
+                    {
+                        "node": node.id,
+                        "action": ctx.text or node.id,
+                        "cost": node.cost,
+                        "ask": "approve or reject",
+                    }
                 )
                 approved, how = decide_approval(answer), "human"
             else:
                 approved, how = policy == "approve", f"policy:{policy}"
-        record: dict[str, Any] = {"node": node.id, "cost": node.cost, "approved": approved, "by": how, "text": ctx.text}
+        record: dict[str, Any] = {
+            "node": node.id,
+            "cost": node.cost,
+            "approved": approved,
+            "by": how,
+            "text": ctx.text,
+        }
         fired_on_error: list[str] = []
+        outcome = None
         if approved and self.services.registry.has(node.tool_name):
             outcome = await self.services.chain.decide(node, ctx)
             record["result"] = outcome.verdict.observed if outcome.verdict else None
@@ -149,8 +200,13 @@ class _NodeRunner:
                 fired_on_error = list(node.next.on_error)
         verdict = Verdict(value="true" if approved else "false", explanation=how)
         children = fired_on_error or fired_children(node, verdict)[0]
-        status = "executed" if approved and "error" not in record else ("failed" if approved else "rejected")
+        status = (
+            "executed"
+            if approved and "error" not in record
+            else ("failed" if approved else "rejected")
+        )
         record["status"] = status
+        record_action(span, node.tool_name, record, outcome)
         step = _step(node, status=status, fired=children, verdict=verdict.value, approval=how)
         update: dict[str, Any] = {
             "visits": {node.id: 1},
@@ -175,7 +231,9 @@ def compile_sop(sop: Sop, services: Services, checkpointer: Any = None, name: st
     cyclic = nodes_in_cycles(sop)
     for nid, node in sop.nodes.items():
         dests = tuple(node.next.children()) or (END,)
-        builder.add_node(nid, _NodeRunner(node, services, parents[nid], nid in cyclic), destinations=dests)
+        builder.add_node(
+            nid, _NodeRunner(node, services, parents[nid], nid in cyclic), destinations=dests
+        )
 
     entries = list(dict.fromkeys(n for ids in sop.entry.values() for n in ids))
 

@@ -185,8 +185,18 @@ def _duplicate_problem(file: str, dup: tuple[tuple[Any, ...], Any, int, int]) ->
 def parse_yaml(text: str, file: str) -> tuple[Any, LineMap]:
     """Parse YAML text into data and a line map; raise SopError on syntax or duplicate keys."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=_SopLoader)  # noqa: S506 - _SopLoader is a SafeLoader
+        # libyaml parses ~20x faster; the pure-Python parser words syntax errors better.
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        root = None
+    try:
+        if root is None:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        constructor = _SopLoader("")
+        try:
+            data = constructor.construct_document(root) if root is not None else None
+        finally:
+            constructor.dispose()
     except yaml.MarkedYAMLError as exc:
         line, msg = _syntax_message(exc)
         raise SopError([Problem(file, line, _node_at_line(text, line), msg)]) from None
@@ -203,7 +213,7 @@ def parse_yaml(text: str, file: str) -> tuple[Any, LineMap]:
 def _allowed_fields(loc: tuple[Any, ...]) -> list[str]:
     """Field names (as written in YAML) of the model found at ``loc``."""
     shape = tuple("*" if isinstance(p, int) else p for p in loc)
-    if shape[:1] == ("nodes",) and len(shape) >= 3:
+    if shape[:1] == ("nodes",) and len(shape) >= 2:
         shape = ("nodes", "<id>", *shape[2:])
     model = {
         (): Sop,
@@ -266,29 +276,60 @@ def _at(data: Any, loc: tuple[Any, ...]) -> Any:
     return data
 
 
+# How to write a required field or a mapping the user got wrong, for the fix part of a message.
+_EXAMPLES = {
+    ("id",): "e.g. 'id: dock_triage'",
+    ("entry",): "e.g. 'entry: {station_idle: [obs_first]}'",
+    ("nodes",): "e.g. 'nodes: {obs_first: {kind: observation, text: ...}}'",
+    ("next",): "e.g. 'next: {true: [a], false: [b]}'",
+    ("api",): "e.g. 'api: {name: escalate_issue, description: ...}'",
+}
+
+
+def _dotted(path: tuple[Any, ...]) -> str:
+    """``("next", "when", 0, "if")`` as ``next.when[0].if``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
 def _pydantic_problems(exc: ValidationError, data: Any, file: str, lines: LineMap) -> list[Problem]:
     problems: list[Problem] = []
     for err in _clean_errors(exc, data):
         loc = tuple(err["loc"])
         node = str(loc[1]) if len(loc) > 1 and loc[0] == "nodes" else ""
         rel = loc[2:] if node else loc
-        field_path = ".".join(str(p) for p in rel) or "the node"
+        field_path = _dotted(rel)
+        example = _EXAMPLES.get(rel, "")
+        got = _short(err["input"])
         kind = err["type"]
         if node and rel == ("kind",) and kind in ("missing", "string_type"):
             msg = f"missing 'kind'; use one of: {', '.join(NODE_KINDS)}"
         elif kind == "missing":
-            msg = f"missing required field '{field_path}'; add it"
+            msg = f"missing required field '{field_path}'; add it" + (
+                f", {example}" if example else ""
+            )
         elif kind == "extra_forbidden":
             allowed = _allowed_fields(loc[:-1])
             near = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
             hint = f"did you mean '{near[0]}'?" if near else f"use one of: {', '.join(allowed)}"
             msg = f"unknown field '{field_path}'; {hint}"
         elif node and not rel:
-            msg = f"a node is a mapping with at least 'kind', got {_short(err['input'])}"
+            msg = f"a node is a mapping with at least 'kind', e.g. '{{kind: action, text: ...}}', got {got}"
+        elif kind in ("model_type", "dict_type"):
+            msg = (
+                f"'{field_path}' must be a mapping"
+                + (f", {example}" if example else "")
+                + f"; got {got}"
+            )
         else:
             what = err["msg"][:1].lower() + err["msg"][1:]
-            got = "" if isinstance(err["input"], dict) else f", got {_short(err['input'])}"
-            msg = f"{field_path}: {what}{got}"
+            msg = f"{field_path}: {what}" + (
+                "" if isinstance(err["input"], dict) else f", got {got}"
+            )
+            if isinstance(err["input"], bool):
+                msg += " (YAML reads yes/no/on/off as true/false; quote the word)"
         problems.append(Problem(file, lines.of(*loc), node, msg))
     return problems
 

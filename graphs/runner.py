@@ -7,24 +7,30 @@ killed resumes on the same thread id without re-running the nodes that had compl
 from __future__ import annotations
 
 import uuid
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack, nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.types import Command
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from graphs.compiler import APPROVAL_POLICIES, compile_sop, entry_nodes
 from graphs.loader import load_sop
 from graphs.model import Sop, Verdict
 from graphs.services import Services
 from nodes.action import DecisionError, decide_approval
+from nodes.architectures import executors_for
 from nodes.executor import ExecutorChain
 from nodes.mcp_client import McpPool, home_dir, load_server_configs
 from nodes.tool_node import ToolExecutor
+from sopgraph.telemetry import current_traceparent, record_run, workflow_span
 from tools.invocation_log import InvocationLog
 from tools.params import ParamStore
 from tools.registry import Registry
+
+# Called once per executed node with the node id and its state update (``on_step``).
+StepCallback = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 class InputError(ValueError):
@@ -50,6 +56,24 @@ class RunResult(BaseModel):
     def interrupt(self) -> dict[str, Any] | None:
         return self.interrupts[0] if self.interrupts else None
 
+    @computed_field
+    @property
+    def tokens(self) -> dict[str, int]:
+        """LLM tokens the run spent: sub-agent details in the trail, failed attempts included."""
+        return run_tokens(self.trail)
+
+
+def run_tokens(trail: list[dict[str, Any]]) -> dict[str, int]:
+    """Sum ``input_tokens``/``output_tokens`` of every step's ``detail`` and its attempts'."""
+    n_in = n_out = 0
+    for step in trail:
+        details = [step.get("detail")] + [a.get("detail") for a in step.get("attempts") or []]
+        for detail in details:
+            if isinstance(detail, dict):
+                n_in += int(detail.get("input_tokens") or 0)
+                n_out += int(detail.get("output_tokens") or 0)
+    return {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
+
 
 def sop_dir_of(sop_path: str | Path) -> Path:
     p = Path(sop_path)
@@ -58,7 +82,7 @@ def sop_dir_of(sop_path: str | Path) -> Path:
 
 def check_input(sop: Sop, inp: Any) -> dict[str, Any]:
     if not isinstance(inp, dict):
-        raise InputError("run input must be a JSON object such as {\"type\": ..., \"site\": ...}")
+        raise InputError('run input must be a JSON object such as {"type": ..., "site": ...}')
     if not entry_nodes(sop, inp):
         kinds = ", ".join(sorted(sop.entry))
         got = inp.get("type")
@@ -88,7 +112,11 @@ class Session:
         log_path: Path | None = None,
         executors: list[Any] | None = None,
         router: Any = None,
+        arch: str = "direct",
+        model: Any = None,
+        lm: Any = None,
         mcp: bool = True,
+        mcp_pool: Any = None,
     ):
         if approval not in APPROVAL_POLICIES:
             raise InputError(f"approval policy must be one of {', '.join(APPROVAL_POLICIES)}")
@@ -98,8 +126,15 @@ class Session:
         self.checkpoint = checkpoint
         self.registry = Registry(self.sop_dir / "tools")
         self.log = InvocationLog(log_path or home_dir() / "invocations.sqlite")
-        self.pool = McpPool(load_server_configs(self.sop_dir)) if mcp else None
-        chain = ExecutorChain([ToolExecutor(self.registry, self.log), *(executors or [])])
+        if mcp_pool is not None:  # e.g. evals.in_process_mcp for a lower-bound benchmark
+            self.pool = mcp_pool
+        else:
+            self.pool = McpPool(load_server_configs(self.sop_dir)) if mcp else None
+        if executors is not None:  # explicit executors run after the compiled tools
+            chain = ExecutorChain([ToolExecutor(self.registry, self.log), *executors])
+        else:  # ``arch``: direct | subagent | codeact (nodes/architectures.py)
+            chain = ExecutorChain(executors_for(arch, model, self.registry, self.log, lm=lm))
+        self.arch = arch
         self.services = Services(
             sop=self.sop,
             sop_dir=self.sop_dir,
@@ -130,23 +165,48 @@ class Session:
             "recursion_limit": 10_000,
         }
 
+    async def _drive(
+        self, payload: Any, config: dict[str, Any], on_step: StepCallback | None
+    ) -> None:
+        if on_step is None:
+            await self.graph.ainvoke(payload, config, durability="sync")
+            return
+        # Streaming updates runs the same supersteps as ainvoke and yields each node's update.
+        async for chunk in self.graph.astream(
+            payload, config, stream_mode="updates", durability="sync"
+        ):
+            for node, update in chunk.items():
+                if node != "__interrupt__" and update:
+                    await on_step(node, update)
+
     async def run(
-        self, inp: dict[str, Any], thread_id: str | None = None, approval: str | None = None
+        self,
+        inp: dict[str, Any],
+        thread_id: str | None = None,
+        approval: str | None = None,
+        on_step: StepCallback | None = None,
     ) -> RunResult:
-        """Start a run, or resume an unfinished one on ``thread_id`` (a finished one is returned)."""
+        """Start a run, or resume an unfinished one on ``thread_id`` (a finished one is returned).
+
+        ``on_step(node_id, update)`` is awaited after each node that changed the run state.
+        """
         thread_id = thread_id or uuid.uuid4().hex[:12]
         config = self._config(thread_id, approval)
         snapshot = await self.graph.aget_state(config)
         if snapshot.values:
             if snapshot.next and not snapshot.interrupts:
-                await self.graph.ainvoke(None, config, durability="sync")
-                return await self.result(thread_id, resumed=True)
+                return await self._invoke(None, config, on_step, "continue", snapshot)
             return await self.result(thread_id)
         check_input(self.sop, inp)
-        await self.graph.ainvoke({"input": inp}, config, durability="sync")
-        return await self.result(thread_id)
+        return await self._invoke({"input": inp}, config, on_step, "start")
 
-    async def resume(self, thread_id: str, decision: Any, interrupt_id: str | None = None) -> RunResult:
+    async def resume(
+        self,
+        thread_id: str,
+        decision: Any,
+        interrupt_id: str | None = None,
+        on_step: StepCallback | None = None,
+    ) -> RunResult:
         """Answer the pending gated action(s) of ``thread_id`` with approve or reject."""
         config = self._config(thread_id)
         snapshot = await self.graph.aget_state(config)
@@ -163,13 +223,40 @@ class Session:
             if interrupt_id not in ids:
                 raise InputError(f"run {thread_id!r} has no pending interrupt {interrupt_id!r}")
             ids = [interrupt_id]
-        await self.graph.ainvoke(Command(resume={i: decision for i in ids}), config, durability="sync")
-        return await self.result(thread_id)
+        resume = Command(resume={i: decision for i in ids})
+        return await self._invoke(resume, config, on_step, "resume", snapshot)
+
+    async def _invoke(
+        self,
+        payload: Any,
+        config: dict[str, Any],
+        on_step: StepCallback | None,
+        invocation: str,
+        snapshot: Any = None,
+    ) -> RunResult:
+        """One drive of the graph, traced as an ``invoke_workflow`` root span.
+
+        A paused or killed traversal continues in a later invocation (maybe another process):
+        each checkpoint keeps its invocation's traceparent so the next root links back to it.
+        """
+        thread_id = config["configurable"]["thread_id"]
+        previous = ((snapshot.metadata or {}) if snapshot else {}).get("traceparent")
+        with workflow_span(self.sop.id, thread_id, invocation, previous) as span:
+            traceparent = current_traceparent()
+            if traceparent:
+                config = {**config, "metadata": {"traceparent": traceparent}}
+            await self._drive(payload, config, on_step)
+            result = await self.result(thread_id, resumed=invocation == "continue")
+            record_run(span, result.status, result.input, result.path)
+        return result
 
     async def result(self, thread_id: str, resumed: bool = False) -> RunResult:
         snapshot = await self.graph.aget_state(self._config(thread_id))
         values = snapshot.values or {}
-        interrupts = [{"id": i.id, **(i.value if isinstance(i.value, dict) else {"value": i.value})} for i in snapshot.interrupts]
+        interrupts = [
+            {"id": i.id, **(i.value if isinstance(i.value, dict) else {"value": i.value})}
+            for i in snapshot.interrupts
+        ]
         unresolved = values.get("unresolved") or {}
         status = "interrupted" if interrupts else ("unresolved" if unresolved else "done")
         trail = values.get("trail") or []
@@ -189,7 +276,12 @@ class Session:
 
 
 def open_checkpointer(spec: str | Path | None):
-    """An async context manager yielding a checkpointer: a SQLite file (default) or ``postgres://``."""
+    """An async context manager yielding a checkpointer: a SQLite file (default), ``postgres://``,
+    or ``memory`` (nothing persisted: batch evaluation and benchmarks)."""
+    if str(spec) == "memory":
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return nullcontext(InMemorySaver())
     if spec is not None and str(spec).startswith(("postgres://", "postgresql://")):
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 

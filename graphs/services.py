@@ -17,7 +17,11 @@ class Router(Protocol):
     """Decides natural-language conditions (an LLM router); raises Unavailable with no model."""
 
     async def choose(
-        self, node: Node, verdict: Verdict, conditions: list[tuple[str, list[str]]], ctx: ToolContext
+        self,
+        node: Node,
+        verdict: Verdict,
+        conditions: list[tuple[str, list[str]]],
+        ctx: ToolContext,
     ) -> list[str]: ...
 
 

@@ -106,9 +106,8 @@ class _Checker:
             self._check_node(node)
         self._check_params()
         graph = self._graph()
-        if all(
-            self.guess.values()
-        ):  # an unresolvable typo would make everything after it unreachable
+        # An unresolvable typo would make every node after it look unreachable.
+        if all(self.guess.values()):
             self._check_reachable(graph)
         self._check_loops(graph)
         return sorted(self.out, key=lambda p: p.line)
@@ -300,7 +299,8 @@ class _Checker:
                 continue
             below = self._reach(graph, [nid])
             more = len([n for n in below if n not in reached]) - 1
-            tail = f" ({more} more node{'s' if more > 1 else ''} hang off it)" if more else ""
+            plural = "node hangs" if more == 1 else "nodes hang"
+            tail = f" ({more} more {plural} off it)" if more else ""
             self._add(
                 self.lines.node(nid),
                 nid,
@@ -314,13 +314,8 @@ class _Checker:
         rank = {n: i for i, n in enumerate(order)}
         for loop in _cycles(graph, order):
             if not self._has_exit(loop):
-                self._report_loop(
-                    graph,
-                    loop,
-                    rank,
-                    "has no way out: every outcome of its "
-                    "nodes continues the loop; send some outcome elsewhere",
-                )
+                what = "has no way out: every outcome of its nodes continues the loop"
+                self._report_loop(graph, loop, rank, what + "; send some outcome elsewhere")
         unbounded = [n for n in order if self.sop.nodes[n].max_visits is None]
         for loop in _cycles(graph, unbounded):
             self._report_loop(

@@ -81,17 +81,20 @@ class World:
         if case is None:
             raise ToolError(f"unknown case '{case_id}'; the cases are in {self.source}")
         result = case.get(api, self.cases.defaults.get(api))
+        # A call the case does not script is still a call on the path: record it, then refuse.
+        self._record({"case_id": case_id, "api": api, "result": result})
         if result is None:
             raise ToolError(
                 f"case '{case_id}' scripts no outcome for {api}; add it to the case or to "
                 f"'defaults' in {self.source}"
             )
-        record = {"case_id": case_id, "api": api, "result": result}
-        self.calls.setdefault(case_id, []).append(record)
+        return result
+
+    def _record(self, record: dict[str, Any]) -> None:
+        self.calls.setdefault(record["case_id"], []).append(record)
         if self.call_log is not None:
             with self.call_log.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
-        return result
 
 
 def build_server(world: World, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
@@ -172,8 +175,12 @@ def build_server(world: World, host: str = "127.0.0.1", port: int = 8000) -> Fas
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcp_servers.customer_service", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", default=os.environ.get(CASES_ENV), help=f"cases JSON file (env {CASES_ENV})")
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_servers.customer_service", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--cases", default=os.environ.get(CASES_ENV), help=f"cases JSON file (env {CASES_ENV})"
+    )
     parser.add_argument(
         "--call-log",
         default=os.environ.get(CALL_LOG_ENV),

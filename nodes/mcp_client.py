@@ -20,6 +20,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel, ConfigDict, Field
 
+from sopgraph.telemetry import mcp_meta, mcp_span
+
 
 class McpError(Exception):
     """An MCP server could not be reached, or a tool call failed."""
@@ -174,10 +176,14 @@ class McpPool:
             known = ", ".join(sorted(self.sessions)) or "none"
             raise McpError(f"unknown MCP server '{server}' (configured: {known})")
         self.calls += 1
-        result = await session.call_tool(tool, args or {})
-        if result.isError:
-            text = " ".join(getattr(c, "text", "") for c in result.content)
-            raise McpError(f"{server}.{tool} failed: {text.strip()}")
+        transport = "tcp" if self.servers[server].url else "pipe"
+        with mcp_span(server, tool, transport) as span:
+            # the trace context rides in params._meta so a traced server can join the trace
+            result = await session.call_tool(tool, args or {}, meta=mcp_meta())
+            if result.isError:
+                span.set_attribute("error.type", "tool_error")
+                text = " ".join(getattr(c, "text", "") for c in result.content)
+                raise McpError(f"{server}.{tool} failed: {text.strip()}")
         return parse_result(result)
 
     async def list_tools(self, server: str) -> list[Any]:

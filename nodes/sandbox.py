@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import signal
@@ -30,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from nodes.sandbox_jail import Jail, choose_interpreter
 
-ToolFn = Callable[[dict], Awaitable[Any]]
+ToolFn = Callable[[dict], Awaitable[Any]]  # a plain function returning the result works too
 
 DEFAULT_ALLOWED_IMPORTS = (
     "math", "statistics", "json", "datetime", "re", "collections", "itertools", "functools",
@@ -246,7 +247,11 @@ class _Run:
                 try:
                     line = await reader.readline()
                 except (ValueError, asyncio.LimitOverrunError):
-                    self.done = {"ok": False, "error": "tool request too large", "reason": "protocol"}
+                    self.done = {
+                        "ok": False,
+                        "error": "tool request too large",
+                        "reason": "protocol",
+                    }
                     self._kill()
                     return
                 if not line:
@@ -279,7 +284,8 @@ class _Run:
             call.error = f"tool call limit reached ({self.limits.max_tool_calls})"
             return {"error": call.error}
         try:
-            call.result = await self.tools[name](args)
+            result = self.tools[name](args)
+            call.result = await result if inspect.isawaitable(result) else result
             return {"result": call.result}
         except Exception as e:  # noqa: BLE001 - a failing tool is reported to the code
             call.error = f"{type(e).__name__}: {e}"

@@ -74,8 +74,18 @@ _AUDIT_ARCH_X86_64 = 0xC000003E
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
-def _seccomp_program() -> ctypes.Array | None:
-    """Build the BPF filter once, in the parent (the forked child only hands it to prctl)."""
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+# Signals may only go to the child itself (pid) or its own process group (0): without this a
+# sandbox sharing the host's uid (no root, so no uid drop) could kill its parent.
+_X86_64_SIGNAL = (62, 200, 234, 129, 297)  # kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo
+_X86_64_DENY_PIDFD = (424, 434)  # pidfd_send_signal, pidfd_open
+
+
+def _seccomp_program(pid: int) -> _Prog | None:
+    """The BPF filter for the child `pid`; built in the forked child, before exec."""
     if platform.machine() != "x86_64":
         return None
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -99,19 +109,24 @@ def _seccomp_program() -> ctypes.Array | None:
     ]
     for nr, code in _X86_64_DENY.items():
         ins += [(jeq, 0, 1, nr), (ret, 0, 0, err(code))]
+    for nr in _X86_64_DENY_PIDFD:
+        ins += [(jeq, 0, 1, nr), (ret, 0, 0, err(errno.EPERM))]
+    for nr in _X86_64_SIGNAL:
+        ins += [
+            (jeq, 0, 5, nr),
+            (ld, 0, 0, 16),  # args[0] low word: target pid
+            (jeq, 2, 0, pid),
+            (jeq, 1, 0, 0),
+            (ret, 0, 0, err(errno.EPERM)),
+            (ret, 0, 0, allow),
+        ]
     ins.append((ret, 0, 0, allow))
     raw = b"".join(struct.pack("HBBI", *i) for i in ins)
     buf = ctypes.create_string_buffer(raw, len(raw))
 
-    class _Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
     prog = _Prog(len(ins), ctypes.addressof(buf))
     prog._buf = buf  # keep the instructions alive with the program
     return prog
-
-
-_SECCOMP = _seccomp_program()
 
 
 def hidden_paths(interpreter: str) -> list[str]:
@@ -180,10 +195,10 @@ class Jail:
                     os.chown(cwd, self.uid, self.uid)
         os.chdir(cwd)
         layers.append("tmp cwd")
-        if _SECCOMP is not None:
+        seccomp = _seccomp_program(os.getpid())
+        if seccomp is not None:
             ok = _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and (
-                _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(_SECCOMP), 0, 0)
-                == 0
+                _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(seccomp), 0, 0) == 0
             )
             if ok:
                 layers.append("seccomp")
@@ -220,7 +235,9 @@ class Jail:
             return False
         sec = _MS_NOSUID | _MS_NODEV
         for path in self.hide:
-            if not mount(b"tmpfs", path, b"tmpfs", sec | _MS_NOEXEC | _MS_RDONLY, "size=4k,mode=555"):
+            if not mount(
+                b"tmpfs", path, b"tmpfs", sec | _MS_NOEXEC | _MS_RDONLY, "size=4k,mode=555"
+            ):
                 return False
         mount(b"tmpfs", "/dev/shm", b"tmpfs", sec | _MS_NOEXEC | _MS_RDONLY, "size=4k,mode=555")
         owner = f",uid={self.uid},gid={self.uid}" if self.is_root else ""

@@ -73,6 +73,7 @@ def _install_guards(cfg, report):
     """Import allow-list and audit hook. Nothing here may keep a flag user code could flip."""
     allowed = frozenset(cfg["allowed_imports"])
     stdlib = os.path.dirname(os.__file__)
+    readable = (stdlib + os.sep, "/usr/share/zoneinfo/")  # zoneinfo reads its tz database
     work = os.path.realpath(os.getcwd())
     real_import = builtins.__import__
     denied_modules = frozenset(cfg["denied_modules"])
@@ -109,7 +110,7 @@ def _install_guards(cfg, report):
             path = os.fsdecode(path)
             full = realpath(path)
             writing = (mode and mode != "r" and mode != "rb") or (flags & 0o3)
-            if inside(full) or (not writing and full.startswith(stdlib)):
+            if inside(full) or (not writing and full.startswith(readable)):
                 return
             stop(f"file access outside sandbox: {path}")
         elif event in ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown",
@@ -151,9 +152,9 @@ def _classify(exc, tb_text):
         return "memory limit"
     if isinstance(exc, RecursionError):
         return "recursion limit"
-    if isinstance(exc, ToolNotAllowed):
-        return str(exc)
-    if isinstance(exc, ImportError) and str(exc).startswith("blocked import"):
+    if isinstance(exc, ToolNotAllowed) or (
+        isinstance(exc, ImportError) and str(exc).startswith("blocked import")
+    ):
         return str(exc).split(" (allowed", 1)[0]
     if isinstance(exc, OSError):
         if exc.errno == errno.EFBIG:

@@ -25,7 +25,7 @@ from nodes.sandbox_jail import PROJECT_ROOT, sandbox_pids
 
 CORPUS_DIR = Path(__file__).parent / "sandbox_corpus"
 CANARY_TEXT = "sopgraph canary: must survive every sandboxed program\n"
-SELFTEST_LIMITS = SandboxLimits(cpu_seconds=2, wall_timeout_s=4, memory_mb=256, disk_mb=48)
+SELFTEST_LIMITS = SandboxLimits(cpu_seconds=1, wall_timeout_s=6, memory_mb=256, disk_mb=48)
 
 
 class CorpusProgram(BaseModel):
@@ -81,9 +81,12 @@ def load_corpus(directory: Path = CORPUS_DIR) -> list[CorpusProgram]:
             raise ValueError(f"{path}: missing '# expect:' header")
         programs.append(
             CorpusProgram(
-                name=path.stem, attack=head.get("attack", path.stem), code=code,
+                name=path.stem,
+                attack=head.get("attack", path.stem),
+                code=code,
                 expect=[e.strip() for e in head["expect"].split("|")],
-                guard=head.get("guard", "on") != "off", stdout=head.get("stdout"),
+                guard=head.get("guard", "on") != "off",
+                stdout=head.get("stdout"),
             )  # fmt: skip
         )
     return programs
@@ -104,8 +107,10 @@ def fake_tools() -> dict[str, Any]:
 def _judge(prog: CorpusProgram, res: SandboxResult) -> bool:
     if prog.expect == ["ok"]:
         return res.ok and (prog.stdout is None or prog.stdout in res.stdout)
-    return not res.ok and any(e in (res.reason or "") for e in prog.expect) or (
-        res.reason == "output truncated" and "output truncated" in prog.expect
+    return (
+        not res.ok
+        and any(e in (res.reason or "") for e in prog.expect)
+        or (res.reason == "output truncated" and "output truncated" in prog.expect)
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from graphs.model import Node, Verdict
 from nodes.executor import Outcome, ToolContext, Unavailable
 from tools.invocation_log import InvocationLog
-from tools.registry import Registry, ToolMissing
+from tools.registry import Registry, ToolIntegrityError, ToolMissing
 
 
 def as_verdict(value: Any) -> Verdict:
@@ -32,7 +32,7 @@ class ToolExecutor:
     async def decide(self, node: Node, ctx: ToolContext) -> Outcome:
         try:
             tool = self.registry.resolve(node.tool_name)
-        except ToolMissing as exc:
+        except (ToolMissing, ToolIntegrityError) as exc:
             raise Unavailable(str(exc)) from None
         start = time.perf_counter()
         error: str | None = None

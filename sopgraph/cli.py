@@ -78,14 +78,30 @@ def _print_result(result: Any, as_json: bool) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from graphs.runner import Session
+    from nodes.architectures import load_models
 
     inp = _read_input(args.input) if args.input else {}
+    models = load_models()  # SOPGRAPH_MODEL; none is fine for --arch direct
+    if args.arch != "direct" and models.chat is None:
+        raise UserError(
+            f"--arch {args.arch} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
+        )
 
     async def go():
-        async with Session(args.sop, checkpoint=args.checkpoint, approval=args.approval) as s:
+        async with Session(args.sop, checkpoint=args.checkpoint, approval=args.approval,
+                           arch=args.arch, model=models.chat, lm=models.lm) as s:  # fmt: skip
             return await s.run(inp, thread_id=args.thread)
 
-    result = asyncio.run(go())
+    from sopgraph.telemetry import TelemetryError, setup_tracing, shutdown_tracing
+
+    try:
+        setup_tracing(args.trace)
+    except TelemetryError as exc:
+        raise UserError(str(exc)) from None
+    try:
+        result = asyncio.run(go())
+    finally:
+        shutdown_tracing()  # prints the console tree / flushes OTLP batches
     _print_result(result, args.json)
     return 0 if result.status != "unresolved" else 1
 
@@ -150,6 +166,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
         print(commands.tools_revert(sop_dir, args.node))
     elif args.action == "remove":
         print(commands.tools_remove(sop_dir, args.node))
+    elif args.action == "rehash":
+        print(commands.tools_rehash(sop_dir, node=args.node))
     return 0
 
 
@@ -157,6 +175,34 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     from nodes.sandbox_selftest import main as selftest_main
 
     return selftest_main()
+
+
+# --- mcp: sopgraph as an MCP server (mcp_servers/sopgraph_server.py) -----------------------
+
+
+def cmd_mcp_serve(args: argparse.Namespace) -> int:
+    from mcp_servers.sopgraph_server import serve
+
+    return serve(args)
+
+
+def _add_mcp_parser(sub: Any) -> None:
+    # Options mirror mcp_servers.sopgraph_server.add_serve_args; importing it here would load
+    # the MCP SDK (about a second) for every sopgraph command.
+    m = sub.add_parser("mcp", help="offer the SOPs to MCP clients")
+    msub = m.add_subparsers(dest="mcp_command", required=True)
+    ms = msub.add_parser("serve", help="serve list_sops/describe_sop/run_sop/get_run/resume_run")
+    ms.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    ms.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    ms.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    ms.add_argument(
+        "--checkpoint",
+        help="SQLite file (default {home}/checkpoints.sqlite) or postgres://… shared by all SOPs",
+    )
+    ms.set_defaults(fn=cmd_mcp_serve)
+
+
+# --- end mcp ---------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,6 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="gated actions: pause and ask (default), or approve/reject all")
     r.add_argument("--checkpoint", help="SQLite file (default .sopgraph/checkpoints.sqlite) or postgres://…")
     r.add_argument("--json", action="store_true")
+    r.add_argument("--arch", choices=["direct", "subagent", "codeact"], default="direct",
+                   help="direct: call compiled tools (default); subagent: an LLM calls them; "
+                        "codeact: an LLM writes MCP code for every node")
+    r.add_argument("--trace", choices=["console", "otlp"],
+                   help="trace the run: a tree on stderr, or OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)")
     r.set_defaults(fn=cmd_run)
 
     rs = sub.add_parser("resume", help="answer a paused run's gated action")
@@ -198,8 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--output", "-o")
     im.set_defaults(fn=cmd_import)
 
-    t = sub.add_parser("tools", help="list, promote, revert or remove compiled tool versions")
-    t.add_argument("action", choices=["list", "promote", "revert", "remove"])
+    t = sub.add_parser("tools", help="list, promote, revert, remove or rehash compiled tool versions")
+    t.add_argument("action", choices=["list", "promote", "revert", "remove", "rehash"])
     t.add_argument("sop", help="SOP file or folder")
     t.add_argument("node", nargs="?")
     t.add_argument("version", nargs="?", type=int)
@@ -209,6 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
     sb = sub.add_parser("sandbox", help="sandbox for generated code")
     sb.add_argument("action", choices=["selftest"])
     sb.set_defaults(fn=cmd_sandbox)
+    _add_mcp_parser(sub)  # mcp block above
+    from sopgraph.cli_eval import add_commands
+
+    add_commands(sub)
     return p
 
 

@@ -6,10 +6,14 @@ Bedrock goes through langchain-aws (``ChatBedrockConverse``) and LiteLLM's
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
-import dspy
+# LiteLLM and DSPy otherwise fetch a model price map from the internet on first use.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import dspy  # noqa: E402
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_openai import ChatOpenAI
@@ -21,12 +25,16 @@ LOCAL_MAX_TOKENS = 512
 
 
 class ChatOpenAICompatible(ChatOpenAI):
-    """``ChatOpenAI`` that sends ``""`` instead of ``null`` as the content of tool-call turns.
+    """``ChatOpenAI`` whose requests self-hosted OpenAI-compatible servers understand.
 
-    langchain-openai sends ``content: null`` on an assistant message that only
-    calls tools; OpenAI accepts it, but llama.cpp's server (and some other
-    OpenAI-compatible servers) reject the request. ``""`` is accepted by all.
+    - langchain-openai sends ``content: null`` on an assistant message that only
+      calls tools; llama.cpp's server rejects it. ``""`` is accepted by all.
+    - langchain-openai sends the reply budget as ``max_completion_tokens``, which
+      llama.cpp's server ignores (it then generates until the context is full);
+      with ``send_max_tokens`` it goes as ``max_tokens``, which every server reads.
     """
+
+    send_max_tokens: bool = True
 
     def _get_request_payload(
         self,
@@ -36,6 +44,8 @@ class ChatOpenAICompatible(ChatOpenAI):
         **kwargs: Any,
     ) -> dict:
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+        if self.send_max_tokens and "max_completion_tokens" in payload:
+            payload["max_tokens"] = payload.pop("max_completion_tokens")
         for message in payload.get("messages", ()):
             if message.get("role") == "assistant" and message.get("content") is None:
                 message["content"] = ""
@@ -119,6 +129,8 @@ def chat_model(settings: Settings | None = None, **kwargs: Any) -> BaseChatModel
         base_url=endpoint.base_url,
         api_key=endpoint.api_key,
         timeout=settings.timeout,
+        # api.openai.com's reasoning models refuse `max_tokens`; self-hosted servers need it.
+        send_max_tokens=endpoint.base_url is not None,
         **{**common, **kwargs},
     )
 

@@ -12,8 +12,10 @@ def _short(value: Any, width: int = 60) -> str:
 
 def format_run(result: Any) -> str:
     """A run as lines: status, each step with its verdict, actions, interrupts and open nodes."""
-    lines = [f"run {result.thread_id} ({result.sop_id}): {result.status}"
-             + (" (resumed)" if result.resumed else "")]
+    lines = [
+        f"run {result.thread_id} ({result.sop_id}): {result.status}"
+        + (" (resumed)" if result.resumed else "")
+    ]
     for step in result.trail:
         status = step.get("status")
         verdict = step.get("verdict") or ""

@@ -22,11 +22,8 @@ import datetime as dt
 import hashlib
 import importlib.util
 import inspect
-import json
-import os
 import re
 import sys
-import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -34,14 +31,17 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graphs.model import Verdict
-
-try:  # POSIX only; without it concurrent writers from several processes may lose an update
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+from tools.manifest import (
+    Manifest,
+    ManifestFile,
+    ManifestInvalid,
+    ManifestTool,
+    ManifestVersion,
+    atomic_write,
+    sha256_of,
+)
 
 MANIFEST = "manifest.json"
 _NODE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -101,50 +101,9 @@ class LoadedTool:
     fn: Callable[..., Awaitable[Verdict]]
 
 
-class _Version(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    sha256: str
-    author: str
-    train_pass: float | None = None
-    eval_pass: float | None = None
-    date: str
-
-
-class _Tool(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    active: int | None = None
-    history: list[int] = Field(default_factory=list)
-    versions: dict[str, _Version] = Field(default_factory=dict)
-
-
-class _Manifest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    sop: str = ""
-    tools: dict[str, _Tool] = Field(default_factory=dict)
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _check_author(author: str) -> None:
     if author != "human" and not (author.startswith("tool-maker:") and len(author) > 11):
         raise RegistryError(f"author '{author}' is not valid; use 'human' or 'tool-maker:<model>'")
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 class Registry:
@@ -159,8 +118,7 @@ class Registry:
         self.manifest_path = self.lib_dir / MANIFEST
         self._sop_id = sop_id
         self._lock = threading.RLock()
-        self._manifest: _Manifest | None = None
-        self._manifest_stamp: tuple[int, int, int] | None = None
+        self._file = ManifestFile(self.manifest_path)
         self._loaded: dict[tuple[str, int, str], LoadedTool] = {}
 
     # -- reading -------------------------------------------------------------------------
@@ -252,7 +210,7 @@ class Registry:
         _check_node_id(node_id)
         _check_author(author)
         with self._write() as m:
-            tool = m.tools.setdefault(node_id, _Tool())
+            tool = m.tools.setdefault(node_id, ManifestTool())
             on_disk = [
                 int(g.group(1))
                 for p in (self.lib_dir / node_id).glob("v*.py")
@@ -260,8 +218,8 @@ class Registry:
             ]
             version = max([0, *on_disk, *(int(v) for v in tool.versions)]) + 1
             data = code.encode("utf-8")
-            _atomic_write(self.path_of(node_id, version), data)
-            tool.versions[str(version)] = _Version(
+            atomic_write(self.path_of(node_id, version), data)
+            tool.versions[str(version)] = ManifestVersion(
                 sha256=hashlib.sha256(data).hexdigest(),
                 author=author,
                 train_pass=train_pass,
@@ -269,7 +227,7 @@ class Registry:
                 date=dt.datetime.now(dt.UTC).date().isoformat(),
             )
             if activate:
-                _activate(tool, version)
+                tool.activate(version)
         return version
 
     def promote(self, node_id: str, version: int) -> None:
@@ -284,7 +242,7 @@ class Registry:
                     "pick one of the registered versions"
                 )
             self._verified_source(self.path_of(node_id, version), info.sha256)
-            _activate(tool, version)
+            tool.activate(version)
 
     def revert(self, node_id: str) -> int:
         """Go back to the version active before the current one; returns it."""
@@ -330,7 +288,7 @@ class Registry:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _tool(self, m: _Manifest, node_id: str) -> _Tool:
+    def _tool(self, m: Manifest, node_id: str) -> ManifestTool:
         tool = m.tools.get(node_id)
         if tool is None:
             known = ", ".join(sorted(m.tools)) or "none"
@@ -340,7 +298,7 @@ class Registry:
         return tool
 
     @staticmethod
-    def _entry(node_id: str, tool: _Tool) -> ToolEntry:
+    def _entry(node_id: str, tool: ManifestTool) -> ToolEntry:
         versions = [
             VersionInfo(int(v), i.sha256, i.author, i.train_pass, i.eval_pass, i.date)
             for v, i in sorted(tool.versions.items(), key=lambda kv: int(kv[0]))
@@ -357,44 +315,19 @@ class Registry:
                 return sop_id
         return self.lib_dir.parent.name
 
-    def _read(self) -> _Manifest:
-        with self._lock:
-            try:
-                st = self.manifest_path.stat()
-            except FileNotFoundError:
-                self._manifest, self._manifest_stamp = None, None
-                return _Manifest()
-            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-            if self._manifest is None or stamp != self._manifest_stamp:
-                self._manifest = self._parse(self.manifest_path.read_bytes())
-                self._manifest_stamp = stamp
-            return self._manifest
-
-    def _parse(self, raw: bytes) -> _Manifest:
+    def _read(self) -> Manifest:
         try:
-            return _Manifest.model_validate_json(raw)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "top level"
-            raise RegistryError(
-                f"{self.manifest_path}: invalid manifest at {where}: {err['msg']}; "
-                "fix the file or restore it from version control"
-            ) from None
+            return self._file.read()
+        except ManifestInvalid as exc:
+            raise RegistryError(str(exc)) from None
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[_Manifest]:
-        """Read-modify-write the manifest under a lock; writes only if the body succeeds."""
-        self.lib_dir.mkdir(parents=True, exist_ok=True)
-        with self._lock, open(self.lib_dir / ".manifest.lock", "a") as lock:
-            if fcntl is not None:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            self._manifest_stamp = None  # another process may have written since our read
-            m = self._read().model_copy(deep=True)
-            if not m.sop:
-                m.sop = self._default_sop_id()
-            yield m
-            text = json.dumps(m.model_dump(), sort_keys=True, indent=2) + "\n"
-            _atomic_write(self.manifest_path, text.encode("utf-8"))
+    def _write(self) -> Iterator[Manifest]:
+        try:
+            with self._file.update(self._default_sop_id()) as m:
+                yield m
+        except ManifestInvalid as exc:
+            raise RegistryError(str(exc)) from None
 
     @staticmethod
     def _verified_source(path: Path, expected: str) -> bytes:
@@ -443,14 +376,6 @@ class Registry:
                 "`async def run(site, timestamp, ctx) -> Verdict`"
             )
         return run
-
-
-def _activate(tool: _Tool, version: int) -> None:
-    if not tool.history and tool.active is not None:
-        tool.history.append(tool.active)  # a hand-written manifest may omit the history
-    if tool.active != version:
-        tool.history.append(version)
-    tool.active = version
 
 
 def _check_node_id(node_id: str) -> None:

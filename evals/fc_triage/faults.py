@@ -22,7 +22,9 @@ FAULT_KINDS: dict[str, tuple[float, int, int, bool]] = {
     "belt_sensor_offline": (6, 6, 30, False),  # belt fill sensors report nothing (NULL)
     "upstream_sensor_offline": (4, 6, 24, False),  # upstream flow sensor reports nothing
     "camera_glare": (3, 6, 24, False),  # site lighting: cameras misread at many stations
+    "packaging_defect": (3, 24, 96, False),  # bad item packaging: pick errors site-wide
     "robot_fault": (5, 3, 24, True),  # robot in fault state: station idles
+    "robot_flapping": (0.6, 36, 72, True),  # a robot faulting again and again
     "robot_standby": (1.5, 12, 48, True),  # planned standby
     "suction_wear": (1.6, 120, 360, True),  # worn suction cup: vacuum drops, errors rise
     "camera_dirty": (2.5, 24, 96, True),  # dirty lens: read failures, pick errors
@@ -30,6 +32,10 @@ FAULT_KINDS: dict[str, tuple[float, int, int, bool]] = {
     "printer_fault": (1.6, 4, 18, True),  # label printer down
     "telemetry_gap": (0.8, 6, 36, True),  # robot exporter down: no samples at all
 }
+
+
+# A busy dock: scales every rate above.
+RATE = 1.6
 
 
 @dataclass(frozen=True)
@@ -52,10 +58,15 @@ def schedule_faults(rng: np.random.Generator, spec: SiteSpec, n_ticks: int) -> l
     for kind, (per_28d, lo, hi, per_station) in FAULT_KINDS.items():
         targets: list[str | None] = station_ids(spec) if per_station else [None]
         for station in targets:
-            count = rng.poisson(per_28d * days / 28)
+            count = rng.poisson(per_28d * RATE * days / 28)
             for _ in range(count):
                 dur = int(rng.integers(lo, hi + 1))
-                start = int(rng.integers(TICKS_PER_DAY // 8, max(n_ticks - dur - 1, 2)))
+                if n_ticks - dur - 1 <= TICKS_PER_DAY // 8:
+                    continue  # longer than the simulated span
+                start = int(rng.integers(TICKS_PER_DAY // 8, n_ticks - dur - 1))
+                if kind == "robot_flapping":
+                    out += _flaps(rng, spec.name, station, start, dur)
+                    continue
                 quadrant = None
                 if kind in ("quadrant_backup",):
                     quadrant = QUADRANTS[int(rng.integers(0, 4))]
@@ -75,6 +86,18 @@ def schedule_faults(rng: np.random.Generator, spec: SiteSpec, n_ticks: int) -> l
                 )
     out.sort(key=lambda f: (f.start, f.kind, f.station or ""))
     return out
+
+
+def _flaps(
+    rng: np.random.Generator, site: str, station: str | None, start: int, dur: int
+) -> list[Fault]:
+    """3-5 short robot faults spread over one window."""
+    k = int(rng.integers(3, 6))
+    starts = np.sort(rng.choice(np.arange(start, start + dur - 4, 5), size=k, replace=False))
+    return [
+        Fault("robot_fault", site, station, int(s), int(s) + int(rng.integers(1, 4)))
+        for s in starts
+    ]
 
 
 def mask(faults: list[Fault], kind: str, n_ticks: int, station: str | None = None) -> np.ndarray:

@@ -25,6 +25,7 @@ from evals.fc_triage.plant import (
 from evals.fc_triage.station_sim import simulate_stations
 from evals.fc_triage.world import SiteFrames, World
 
+
 def _demand(n: int) -> np.ndarray:
     """Diurnal volume factor in [0.45, 0.95] peaking mid-afternoon, a little lower at weekends."""
     t = np.arange(n)
@@ -83,17 +84,15 @@ def _conveyance(
                 k = np.arange(f.end - f.start)
                 qb[f.start : f.end] = np.minimum(1.0, (k + 1) / 3) * f.severity
         base = 0.22 + 0.18 * d + rng.normal(0, 0.04, n)
-        fill = base * (0.35 + 0.65 * flow) + 0.62 * jam + 0.5 * short + 0.6 * qb
+        fill = base * (0.35 + 0.65 * flow) + 0.62 * jam + 0.6 * short + 0.62 * qb
         out[f"belt_{q.lower()}_fill_ratio"] = np.clip(fill, 0.02, 0.99)
     out["sorter_throughput_ratio"] = np.clip(
         0.93 + rng.normal(0, 0.025, n) - 0.55 * jam - 0.12 * short, 0.05, 1.0
     )
     out["recirc_ratio"] = np.clip(0.04 + rng.normal(0, 0.012, n) + 0.2 * jam + 0.1 * short, 0, 1)
     out["sorter_chutes_full"] = rng.poisson(1.2 + 4 * jam + 8 * short).astype(np.float64)
-    out["upstream_jam_events_total"] = _counter(
-        rng, 0.03 + 1.1 * block, daily_reset | plc_reset
-    )
-    out["sorter_jam_events_total"] = _counter(rng, 0.04 + 1.4 * jam, daily_reset | plc_reset)
+    out["upstream_jam_events_total"] = _counter(rng, 0.03 + 1.1 * block, daily_reset | plc_reset)
+    out["sorter_jam_events_total"] = _counter(rng, 0.04 + 2.2 * jam, daily_reset | plc_reset)
     for name in ("upstream_rate_ratio", *(f"belt_{q.lower()}_fill_ratio" for q in QUADRANTS)):
         out[name] = np.round(out[name], 4)
     for name in ("sorter_throughput_ratio", "recirc_ratio"):
@@ -155,5 +154,3 @@ def simulate(seed: int = 7, days: int = 28, sites: int | None = None) -> World:
     for spec in chosen:
         frames[spec.name] = simulate_site(np.random.default_rng(rng.integers(2**63)), spec, n)
     return World(seed, days, n, frames)
-
-

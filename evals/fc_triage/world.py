@@ -74,5 +74,3 @@ class World:
     @property
     def end_ts(self) -> int:
         return int(tick_times(self.n_ticks)[-1])
-
-

@@ -33,7 +33,9 @@ def import_file(kind: str, path: Path) -> Sop:
     importer = IMPORTERS.get(kind)
     if importer is None:
         known = ", ".join(sorted(IMPORTERS))
-        raise SopError([Problem(str(path), 1, "", f"unknown import format '{kind}'; use one of: {known}")])
+        raise SopError(
+            [Problem(str(path), 1, "", f"unknown import format '{kind}'; use one of: {known}")]
+        )
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:

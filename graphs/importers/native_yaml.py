@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import textwrap
 from typing import Any
 
@@ -29,7 +30,10 @@ WIDTH = 92
 def _scalar(value: Any) -> str:
     """One YAML scalar on one line, quoted only when YAML needs it."""
     text = yaml.safe_dump(value, allow_unicode=True, width=10**9, default_flow_style=True)
-    return text.removesuffix("\n...\n").rstrip("\n")
+    text = text.removesuffix("\n...\n").rstrip("\n")
+    if "\n" in text:  # YAML spreads a quoted multi-line string over lines; JSON keeps it on one
+        return json.dumps(value, ensure_ascii=False)
+    return text
 
 
 def _flow(value: list[Any] | dict[str, Any]) -> str:
@@ -50,9 +54,23 @@ def _foldable(text: str) -> bool:
     )
 
 
+def _literal(text: str) -> bool:
+    lines = text.split("\n")
+    return (
+        len(lines) > 1
+        and not text.startswith((" ", "\n"))
+        and not text.endswith("\n\n")
+        and all(line == line.rstrip() and line.isprintable() for line in lines)
+    )
+
+
 def _string(key: str, text: str, indent: int) -> list[str]:
-    """``key: text``; long text as a folded block (``>-``) wrapped at WIDTH."""
+    """``key: text``; long text folded (``>-``) at WIDTH, text with line breaks kept (``|``)."""
     pad = " " * indent
+    if _literal(text):
+        chomp = "" if text.endswith("\n") else "-"
+        body = text.removesuffix("\n") if chomp == "" else text
+        return [f"{pad}{key}: |{chomp}", *(f"{pad}  {ln}" if ln else "" for ln in body.split("\n"))]
     line = f"{pad}{key}: {_scalar(text)}"
     if len(line) <= WIDTH or not _foldable(text):
         return [line]

@@ -38,8 +38,11 @@ SLOW = "await asyncio.sleep(0.3)\nreturn Verdict(value=True)\n"
 
 
 async def test_sibling_tools_run_concurrently(tmp_path):
-    root = make_sop(tmp_path / "sop", PARALLEL, {"root": "return Verdict(value=True)",
-                                                   "slow_a": SLOW, "slow_b": SLOW})
+    root = make_sop(
+        tmp_path / "sop",
+        PARALLEL,
+        {"root": "return Verdict(value=True)", "slow_a": SLOW, "slow_b": SLOW},
+    )
     async with Session(root, mcp=False) as s:
         await s.run({"type": "alarm"})  # warm imports
         start = time.perf_counter()
@@ -52,7 +55,9 @@ async def test_sibling_tools_run_concurrently(tmp_path):
     assert layer < 0.45, f"two 0.3 s siblings took {layer:.3f} s: they did not run concurrently"
     # the two root causes were one superstep: they precede both actions in the trail
     order = [s["node"] for s in result.trail]
-    assert max(order.index("slow_a"), order.index("slow_b")) < min(order.index("act_a"), order.index("act_b"))
+    assert max(order.index("slow_a"), order.index("slow_b")) < min(
+        order.index("act_a"), order.index("act_b")
+    )
 
 
 ROUTING = {
@@ -60,11 +65,19 @@ ROUTING = {
     "params": {"limit": 10},
     "entry": {"alarm": ["measure"]},
     "nodes": {
-        "measure": _obs({
-            "true": ["high"], "false": ["low"], "no_data": ["missing"],
-            "when": [{"if": {"var": "level", "op": "gt", "value": 50}, "then": ["very_high"]}],
-        }, text="level above {limit}"),
-        "high": _act(), "low": _act(), "missing": _act(), "very_high": _act(),
+        "measure": _obs(
+            {
+                "true": ["high"],
+                "false": ["low"],
+                "no_data": ["missing"],
+                "when": [{"if": {"var": "level", "op": "gt", "value": 50}, "then": ["very_high"]}],
+            },
+            text="level above {limit}",
+        ),
+        "high": _act(),
+        "low": _act(),
+        "missing": _act(),
+        "very_high": _act(),
     },
 }
 MEASURE = """
@@ -77,8 +90,12 @@ return Verdict(value=level > ctx.params["limit"], observed={"level": level}, thr
 
 @pytest.mark.parametrize(
     "level,expected",
-    [(5, ["measure", "low"]), (20, ["measure", "high"]), (80, ["measure", "high", "very_high"]),
-     (None, ["measure", "missing"])],
+    [
+        (5, ["measure", "low"]),
+        (20, ["measure", "high"]),
+        (80, ["measure", "high", "very_high"]),
+        (None, ["measure", "missing"]),
+    ],
 )
 async def test_routes_by_verdict_and_predicate(tmp_path, level, expected):
     root = make_sop(tmp_path / "sop", ROUTING, {"measure": MEASURE})
@@ -164,7 +181,10 @@ async def test_tool_error_is_unresolved_never_no_data(tmp_path):
     assert "backend down" in stopped.unresolved["boom"]
     assert "boom" not in stopped.verdicts
     assert handled.path == ["boom_handled", "manual_check"]
-    assert "no tool" in missing.unresolved["no_tool"].lower() or "manifest" in missing.unresolved["no_tool"]
+    assert (
+        "no tool" in missing.unresolved["no_tool"].lower()
+        or "manifest" in missing.unresolved["no_tool"]
+    )
     assert logged[0]["error"].startswith("RuntimeError")
 
 
@@ -173,15 +193,20 @@ GATED = {
     "entry": {"alarm": ["check"]},
     "nodes": {
         "check": _obs({"true": ["standby"]}),
-        "standby": _act(cost="high", approval="required",
-                        next={"true": ["confirm_standby"], "false": ["notify_rejected"]}),
+        "standby": _act(
+            cost="high",
+            approval="required",
+            next={"true": ["confirm_standby"], "false": ["notify_rejected"]},
+        ),
         "confirm_standby": _act(),
         "notify_rejected": _act(),
     },
 }
 
 
-@pytest.mark.parametrize("decision,child", [("approve", "confirm_standby"), ("reject", "notify_rejected")])
+@pytest.mark.parametrize(
+    "decision,child", [("approve", "confirm_standby"), ("reject", "notify_rejected")]
+)
 async def test_gated_action_pauses_and_resumes(tmp_path, decision, child):
     root = make_sop(tmp_path / "sop", GATED, {"check": "return Verdict(value=True)"})
     async with Session(root, mcp=False) as s:

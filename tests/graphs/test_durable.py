@@ -38,8 +38,11 @@ OK = "return Verdict(value=True)"
 def _cli(home, *args):
     env = {**os.environ, "SOPGRAPH_HOME": str(home)}
     return subprocess.Popen(
-        [sys.executable, "-m", "sopgraph", *args], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "sopgraph", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

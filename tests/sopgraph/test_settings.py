@@ -57,7 +57,11 @@ def test_default_config_file_below_environment_below_arguments(clean_env, monkey
     assert Settings().model == "ollama:llama3.2"
     monkeypatch.setenv("SOPGRAPH_TEMPERATURE", "0.7")
     settings = Settings(max_tokens=50)
-    assert (settings.model, settings.temperature, settings.max_tokens) == ("ollama:llama3.2", 0.7, 50)
+    assert (settings.model, settings.temperature, settings.max_tokens) == (
+        "ollama:llama3.2",
+        0.7,
+        50,
+    )
 
 
 def test_config_from_sopgraph_config_yaml(clean_env, monkeypatch):
@@ -101,8 +105,7 @@ def test_missing_config_file(monkeypatch):
     with pytest.raises(SettingsError) as exc:
         Settings()
     assert one_line(exc) == (
-        "config file nowhere.toml (from SOPGRAPH_CONFIG) does not exist: "
-        "create it or fix the path"
+        "config file nowhere.toml (from SOPGRAPH_CONFIG) does not exist: create it or fix the path"
     )
 
 

@@ -1,4 +1,7 @@
+import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -60,8 +63,6 @@ def test_reads_a_hand_written_manifest(tmp_path):
     lib = tmp_path / "tools"
     (lib / "obs_a").mkdir(parents=True)
     (lib / "obs_a" / "v1.py").write_text(tool_code("false"))
-    import hashlib
-
     sha = hashlib.sha256((lib / "obs_a" / "v1.py").read_bytes()).hexdigest()
     (lib / "manifest.json").write_text(
         json.dumps(
@@ -239,3 +240,23 @@ def test_commands(tmp_path):
     assert "falls back" in tools_remove(tmp_path, "obs_a")
     with pytest.raises(ToolMissing, match=r"nodes with tools: none"):
         tools_remove(tmp_path, "obs_a")
+
+
+ADDER = """
+import sys
+from pathlib import Path
+from tools.registry import Registry
+
+reg = Registry(Path(sys.argv[1]))
+for _ in range(10):
+    reg.add_version(sys.argv[2], "async def run(site, timestamp, ctx):\\n    return None\\n", "human")
+"""
+
+
+def test_concurrent_writers_from_two_processes_lose_nothing(tmp_path):
+    lib = tmp_path / "tools"
+    procs = [subprocess.Popen([sys.executable, "-c", ADDER, str(lib), node]) for node in ("a", "b")]
+    assert [p.wait(60) for p in procs] == [0, 0]
+    tools = manifest(lib)["tools"]
+    assert sorted(tools) == ["a", "b"]
+    assert [sorted(map(int, tools[n]["versions"])) for n in "ab"] == [list(range(1, 11))] * 2

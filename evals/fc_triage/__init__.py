@@ -1,0 +1,12 @@
+"""The simulated fulfillment-center outbound dock: a world to triage alarms against.
+
+``build_world`` simulates the sites, writes the three backends the MCP servers serve
+(robotics DuckDB, conveyance DuckDB, ops SQLite), raises the alarms and labels the ground
+truth (1,500 scenarios; 100-200 cases per decision node). ``conventions.md`` lists what
+the SOP text leaves unstated.
+"""
+
+from evals.fc_triage.build import WorldPaths, build_world
+from evals.fc_triage.dataset import LabeledCase, Scenario, load_cases, load_scenarios
+
+__all__ = ["LabeledCase", "Scenario", "WorldPaths", "build_world", "load_cases", "load_scenarios"]

@@ -1,0 +1,172 @@
+"""The offline labeler: each decision node's ground truth, as the subject-matter expert means it.
+
+``label(world, node_id, query, params)`` reads the simulated frames (exactly the values the
+stores hold) and returns the node's ``Truth``. The per-node logic lives in ``truth_*.py``;
+the conventions it applies, which the SOP text leaves unstated, are in ``conventions.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from evals.fc_triage.plant import T0, TICK_S, robot_id
+from evals.fc_triage.world import Interval, SiteFrames, World
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a node is asked about: a site, an instant (epoch seconds) and maybe a station."""
+
+    site: str
+    ts: int
+    station: str | None = None
+
+
+class Truth(NamedTuple):
+    """A ground-truth verdict; ``margin`` is |statistic - threshold| when one was compared."""
+
+    value: str  # "true" | "false" | "no_data"
+    observed: Any = None
+    threshold: Any = None
+    margin: float | None = None
+
+
+TruthFn = Callable[["Frames", Query, dict[str, Any]], Truth]
+REGISTRY: dict[str, TruthFn] = {}
+# Nodes asked about one station (the alarm's); the others are site-wide.
+STATION_NODES: set[str] = set()
+
+
+def truth(node_id: str, *, station: bool = False) -> Callable[[TruthFn], TruthFn]:
+    """Register a node's ground-truth function."""
+
+    def deco(fn: TruthFn) -> TruthFn:
+        REGISTRY[node_id] = fn
+        if station:
+            STATION_NODES.add(node_id)
+        return fn
+
+    return deco
+
+
+def compare(stat: float, op: str, thr: float, observed: Any = None) -> Truth:
+    """``stat op thr`` as a Truth carrying the margin (for tie screening)."""
+    ok = {">": stat > thr, ">=": stat >= thr, "<": stat < thr, "<=": stat <= thr}[op]
+    obs = round(float(stat), 6) if observed is None else observed
+    # Integer counts compare exactly; only float statistics can sit on a rounding tie.
+    exact = isinstance(stat, int | np.integer) and isinstance(thr, int | np.integer)
+    margin = None if exact else abs(float(stat) - float(thr))
+    return Truth("true" if ok else "false", obs, thr, margin)
+
+
+class Frames:
+    """One site's frames with the lookups the truth functions share."""
+
+    def __init__(self, fr: SiteFrames):
+        self.fr = fr
+        self.n = len(fr.conv["upstream_rate_ratio"])
+        self.station_index = {s: i for i, s in enumerate(fr.stations)}
+        self.intervals: dict[str, list[Interval]] = {}
+        for iv in fr.states:
+            self.intervals.setdefault(iv.equipment_id, []).append(iv)
+        self.events: dict[tuple[str, str], np.ndarray] = {}
+        for eq, comp, _act, ts in fr.maintenance:
+            self.events.setdefault((eq, comp), []).append(ts)  # type: ignore[arg-type]
+        self.events = {k: np.sort(np.array(v)) for k, v in self.events.items()}
+
+    # -- time windows ------------------------------------------------------------------
+    def span(self, ts: int, minutes: float, closed: bool = False) -> tuple[int, int]:
+        """Tick range [lo, hi) of samples stamped in (ts - minutes, ts] ([..] when closed)."""
+        start = ts - int(minutes * 60) - T0
+        lo = -(-start // TICK_S) if closed else start // TICK_S + 1
+        hi = (ts - T0) // TICK_S + 1
+        return max(lo, 0), min(max(hi, 0), self.n)
+
+    def conv(self, column: str, ts: int, minutes: float, closed: bool = False) -> np.ndarray:
+        lo, hi = self.span(ts, minutes, closed)
+        return self.fr.conv[column][lo:hi]
+
+    def conv_with_prior(self, column: str, ts: int, minutes: float) -> np.ndarray:
+        """Readings stamped in (ts - minutes, ts] plus the reading just before them."""
+        lo, hi = self.span(ts, minutes)
+        return self.fr.conv[column][max(lo - 1, 0) : hi]
+
+    def robo(
+        self, metric: str, station: str, ts: int, minutes: float, closed: bool = False
+    ) -> np.ndarray:
+        lo, hi = self.span(ts, minutes, closed)
+        return self.fr.robo[metric][self.station_index[station], lo:hi]
+
+    # -- ops lookups -------------------------------------------------------------------
+    def state_at(self, equipment_id: str, ts: int) -> str | None:
+        for iv in self.intervals.get(equipment_id, []):
+            if iv.start <= ts and (iv.end is None or ts < iv.end):
+                return iv.state
+        return None
+
+    def robot_state(self, station: str, ts: int) -> str | None:
+        return self.state_at(robot_id(self.fr.spec.name, station), ts)
+
+    def last_event(self, equipment_id: str, component: str, ts: int) -> int | None:
+        ev = self.events.get((equipment_id, component))
+        if ev is None:
+            return None
+        i = int(np.searchsorted(ev, ts, side="right"))
+        return int(ev[i - 1]) if i else None
+
+    def ticket_open(self, equipment_id: str, ts: int, category: str | None = None) -> bool:
+        for t in self.fr.tickets:
+            if t["equipment_id"] != equipment_id or (category and t["category"] != category):
+                continue
+            if t["opened_at"] <= ts and (t["closed_at"] is None or ts < t["closed_at"]):
+                return True
+        return False
+
+    def staffing(self, area: str, ts: int) -> tuple[int, int] | None:
+        h = (ts - T0) // 3600
+        planned, present = self.fr.staffing[area]
+        if not 0 <= h < len(planned):
+            return None
+        return int(planned[h]), int(present[h])
+
+
+def nanmean(v: np.ndarray) -> float | None:
+    v = v[v == v]  # drop NaN
+    return float(v.sum()) / len(v) if len(v) else None
+
+
+def counter_increase(v: np.ndarray) -> float | None:
+    """Events counted by a cumulative counter between its readings; a drop is a restart.
+
+    Pass the readings of the window plus the one just before it: each interval's events are
+    its reading minus the previous one, or its reading itself after a restart.
+    """
+    v = v[~np.isnan(v)]
+    if len(v) < 2:
+        return None
+    d = np.diff(v)
+    return float(np.where(d >= 0, d, v[1:]).sum())
+
+
+class Labeler:
+    """Ground truth over one world; frames are indexed once per site."""
+
+    def __init__(self, world: World):
+        self.world = world
+        self.frames = {site: Frames(fr) for site, fr in world.sites.items()}
+        _load_truth_modules()
+
+    def label(self, node_id: str, q: Query, params: dict[str, Any]) -> Truth:
+        fn = REGISTRY[node_id]
+        if node_id in STATION_NODES and q.station is None:
+            raise ValueError(f"{node_id} is asked about a station; the query names none")
+        return fn(self.frames[q.site], q, params)
+
+
+def _load_truth_modules() -> None:
+    # Imported for their @truth registrations.
+    from evals.fc_triage import truth_conveyance, truth_ops, truth_robotics  # noqa: F401

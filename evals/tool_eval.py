@@ -1,0 +1,187 @@
+"""Per-node pass rate of an SOP's compiled tools on its labeled cases (the paper's pass@1).
+
+A node passes only if its tool gets every case of the split right. Tools run exactly as in
+production: through the SOP's MCP servers, with the site's parameters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evals.fc_triage.dataset import LabeledCase, load_cases
+from graphs.loader import load_sop
+from nodes.executor import ToolContext
+from nodes.mcp_client import McpPool, load_server_configs
+from nodes.tool_node import as_verdict
+from tools.params import ParamStore
+from tools.registry import Registry, RegistryError
+
+
+class CaseFailure(BaseModel):
+    site: str
+    timestamp: str
+    expected: str
+    got: str | None
+    observed: Any = None
+    expected_observed: Any = None
+    error: str | None = None
+
+
+class NodeResult(BaseModel):
+    node: str
+    version: int | None = None
+    cases: int = 0
+    correct: int = 0
+    passed: bool = False
+    error: str | None = None
+    failures: list[CaseFailure] = Field(default_factory=list)
+    ms_p50: float | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.correct / self.cases if self.cases else 0.0
+
+
+async def _run_case(tool, node, sop, params: ParamStore, pool, case: LabeledCase):
+    p = params.for_site(case.site)
+    ctx = ToolContext(
+        node_id=node.id, text=sop.render_text(node, p), params=p, parents={},
+        input=case.input, run_id=f"eval:{node.id}", mcp=pool, node=node,
+    )  # fmt: skip
+    start = time.perf_counter()
+    try:
+        verdict = as_verdict(await tool.fn(case.site, case.timestamp, ctx))
+    except Exception as exc:  # noqa: BLE001 - a raising tool fails the case, with its reason
+        return None, f"{type(exc).__name__}: {exc}", (time.perf_counter() - start) * 1000
+    return verdict, None, (time.perf_counter() - start) * 1000
+
+
+async def eval_tools(
+    sop_dir: Path,
+    cases_dir: Path,
+    split: str | None = "train",
+    nodes: list[str] | None = None,
+    concurrency: int = 8,
+    on_node: Callable[[NodeResult], None] | None = None,
+) -> list[NodeResult]:
+    """Run each decision node's active tool on its labeled cases of ``split``."""
+    sop = load_sop(sop_dir)
+    registry = Registry(sop_dir / "tools")
+    params = ParamStore(sop, sop_dir)
+    wanted = [n for n in sop.decision_nodes if nodes is None or n.id in nodes]
+    results: list[NodeResult] = []
+    sem = asyncio.Semaphore(concurrency)
+    async with McpPool(load_server_configs(sop_dir)) as pool:
+        for node in wanted:
+            res = NodeResult(node=node.id)
+            try:
+                cases = load_cases(cases_dir, node.id, split)  # type: ignore[arg-type]
+            except FileNotFoundError as exc:
+                res.error = str(exc)
+                results.append(res)
+                continue
+            res.cases = len(cases)
+            try:
+                tool = registry.resolve(node.tool_name)
+                res.version = tool.version
+            except RegistryError as exc:
+                res.error = str(exc)
+                results.append(res)
+                if on_node:
+                    on_node(res)
+                continue
+
+            async def one(case: LabeledCase, tool=tool, node=node):
+                async with sem:
+                    return case, *(await _run_case(tool, node, sop, params, pool, case))
+
+            latencies = []
+            for case, verdict, error, ms in await asyncio.gather(*(one(c) for c in cases)):
+                latencies.append(ms)
+                got = verdict.value if verdict else None
+                if got == case.expected:
+                    res.correct += 1
+                else:
+                    res.failures.append(
+                        CaseFailure(
+                            site=case.site,
+                            timestamp=case.timestamp,
+                            expected=case.expected,
+                            got=got,
+                            observed=verdict.observed if verdict else None,
+                            expected_observed=case.observed,
+                            error=error,
+                        )  # fmt: skip
+                    )
+            latencies.sort()
+            res.ms_p50 = round(latencies[len(latencies) // 2], 3) if latencies else None
+            res.passed = res.cases > 0 and res.correct == res.cases
+            results.append(res)
+            if on_node:
+                on_node(res)
+    return results
+
+
+def summarize(results: list[NodeResult], split: str | None) -> dict[str, Any]:
+    """The JSON shape of ``sopgraph eval tools``."""
+    return {
+        "split": split,
+        "nodes": len(results),
+        "passed": sum(r.passed for r in results),
+        "pass_rate": round(sum(r.passed for r in results) / len(results), 4) if results else 0.0,
+        "results": [
+            {
+                "node": r.node,
+                "version": r.version,
+                "cases": r.cases,
+                "correct": r.correct,
+                "passed": r.passed,
+                "accuracy": round(r.rate, 4),
+                "error": r.error,
+                "failures": [f.model_dump() for f in r.failures[:5]],
+            }  # fmt: skip
+            for r in results
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m evals.tool_eval [--split train] [--nodes a,b]``: a quick per-node check."""
+    import argparse
+    import json
+
+    from nodes.mcp_client import home_dir
+
+    ap = argparse.ArgumentParser(prog="python -m evals.tool_eval")
+    ap.add_argument("--sop", default="examples/fc_alarm_triage")
+    ap.add_argument("--split", default="train", choices=["train", "eval", "all"])
+    ap.add_argument("--nodes", help="comma-separated node ids (default: all decision nodes)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    split = None if args.split == "all" else args.split
+    nodes = args.nodes.split(",") if args.nodes else None
+    results = asyncio.run(
+        eval_tools(Path(args.sop), home_dir() / "fc_world" / "cases", split, nodes)
+    )
+    if args.json:
+        print(json.dumps(summarize(results, split), indent=2, default=str))
+        return 0
+    for r in results:
+        status = "pass" if r.passed else "FAIL"
+        print(f"{status} {r.node:<32} v{r.version} {r.correct}/{r.cases} {r.error or ''}")
+        for f in r.failures[:3]:
+            print(
+                f"     {f.site} {f.timestamp} expected={f.expected} got={f.got} "
+                f"observed={f.observed} expected_observed={f.expected_observed} {f.error or ''}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

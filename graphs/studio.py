@@ -1,0 +1,150 @@
+"""The graphs that LangGraph Studio and ``langgraph dev`` serve (named in ``langgraph.json``).
+
+One module-level graph per example SOP, plus ``sop``: a graph factory that builds the SOP
+named by the run's ``configurable.sop`` (an example name or a path). They are compiled
+without a checkpointer, since the server brings its own, and gated actions pause with
+``interrupt``, so Studio shows them and resumes them with ``approve`` or ``reject``.
+
+Example:
+    $ langgraph dev --host 127.0.0.1 --port 2024 --no-browser --allow-blocking
+    >>> client = langgraph_sdk.get_client(url="http://127.0.0.1:2024")
+    >>> await client.runs.wait(None, "sop", input={"input": {"type": "station_idle"}},
+    ...                        config={"configurable": {"sop": "fc_alarm_triage"}})
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.pregel import Pregel
+
+from graphs.compiler import compile_sop
+from graphs.loader import SopError, load_sop
+from graphs.services import Services
+from graphs.state import RunState
+from nodes.executor import ExecutorChain
+from nodes.mcp_client import McpPool, ServerConfig, home_dir, load_server_configs
+from nodes.tool_node import ToolExecutor
+from tools.invocation_log import InvocationLog
+from tools.params import ParamStore
+from tools.registry import Registry
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+DEFAULT_SOP = "service_interruption"
+log = logging.getLogger(__name__)
+
+
+class LoopPools:
+    """An MCP pool per event loop, each started on its first call.
+
+    A pool's sessions belong to the task (and so the loop) that opened them. The server may
+    run graphs on more than one loop (``BG_JOB_ISOLATED_LOOPS``), so a loop never borrows
+    another's sessions. A pool that failed to start is dropped, so the next call retries.
+    """
+
+    def __init__(self, servers: dict[str, ServerConfig]):
+        self.servers = servers
+        self._pools: dict[asyncio.AbstractEventLoop, McpPool] = {}
+
+    @property
+    def calls(self) -> int:
+        return sum(p.calls for p in self._pools.values())
+
+    async def _pool(self) -> McpPool:
+        loop = asyncio.get_running_loop()
+        for old in [lp for lp in self._pools if lp.is_closed()]:
+            del self._pools[old]
+        pool = self._pools.get(loop)
+        if pool is None:
+            pool = self._pools[loop] = McpPool(self.servers)
+        try:
+            await pool.start()  # a no-op once started; re-raises a failed start
+        except Exception:
+            if self._pools.get(loop) is pool:
+                del self._pools[loop]
+            raise
+        return pool
+
+    async def call(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
+        return await (await self._pool()).call(server, tool, args)
+
+    async def list_tools(self, server: str) -> list[Any]:
+        return await (await self._pool()).list_tools(server)
+
+
+def resolve_sop(spec: str | Path) -> Path:
+    """An example's name (``fc_alarm_triage``) or a path to an SOP folder or file."""
+    if isinstance(spec, str) and (EXAMPLES / spec / "sop.yaml").is_file():
+        return EXAMPLES / spec
+    path = Path(spec).expanduser().resolve()
+    if not path.exists():
+        names = ", ".join(sorted(p.parent.name for p in EXAMPLES.glob("*/sop.yaml")))
+        raise ValueError(f"no SOP at {spec!r}: set configurable.sop to a path or one of: {names}")
+    return path
+
+
+def build_graph(sop_path: str | Path) -> Pregel:
+    """Compile the SOP at ``sop_path`` for the server: no checkpointer, MCP opened lazily."""
+    sop_dir = resolve_sop(sop_path)
+    sop_dir = sop_dir if sop_dir.is_dir() else sop_dir.parent
+    sop = load_sop(sop_dir)
+    registry = Registry(sop_dir / "tools")
+    log_ = InvocationLog(home_dir() / "invocations.sqlite")
+    services = Services(
+        sop=sop,
+        sop_dir=sop_dir,
+        registry=registry,
+        params=ParamStore(sop, sop_dir),
+        chain=ExecutorChain([ToolExecutor(registry, log_)]),
+        log=log_,
+        mcp=LoopPools(load_server_configs(sop_dir)),
+    )
+    return compile_sop(sop, services, checkpointer=None, name=sop.id)
+
+
+def broken_graph(name: str, error: str) -> Pregel:
+    """A one-node graph that fails every run with ``error``: one bad SOP keeps the server up."""
+
+    def fail(state: RunState) -> dict[str, Any]:
+        raise RuntimeError(f"graph {name!r} is unavailable: {error}")
+
+    builder = StateGraph(RunState)
+    builder.add_node("sop_error", fail)
+    builder.add_edge(START, "sop_error")
+    builder.add_edge("sop_error", END)
+    return builder.compile(name=name)
+
+
+def example_graph(name: str) -> Pregel:
+    try:
+        return build_graph(EXAMPLES / name)
+    except (SopError, OSError, ValueError) as exc:
+        log.warning("example SOP %s not loaded: %s", name, exc)
+        return broken_graph(name, str(exc))
+
+
+@lru_cache(maxsize=64)
+def _cached_graph(sop_path: Path, mtime: float) -> Pregel:
+    return build_graph(sop_path)
+
+
+def sop(config: RunnableConfig) -> Pregel:
+    """Graph factory: the SOP named by ``configurable.sop`` (default: service_interruption).
+
+    The server calls it for every run and state read, with the assistant's configuration
+    merged with the run's; graphs are cached per SOP file and rebuilt when it changes.
+    """
+    spec = (config.get("configurable") or {}).get("sop") or DEFAULT_SOP
+    path = resolve_sop(spec)
+    sop_file = path / "sop.yaml" if path.is_dir() else path
+    return _cached_graph(path, sop_file.stat().st_mtime if sop_file.exists() else 0.0)
+
+
+service_interruption = example_graph("service_interruption")
+fc_alarm_triage = example_graph("fc_alarm_triage")

@@ -1,0 +1,144 @@
+"""Ops store MCP server: read-only SQL over a SQLite file (alarms, equipment states,
+maintenance log, tickets, staffing, stations).
+
+Tools: ``list_tables``, ``list_columns``, ``execute_query`` (one SELECT, paged).
+Run: ``python -m mcp_servers.ops_store --db PATH [--transport streamable-http]``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+
+from mcp_servers.paging import (
+    DEFAULT_PAGE_SIZE,
+    READ_ONLY,
+    check_page,
+    page_from_cursor,
+    parse_args,
+    serve,
+    strip_sql,
+)
+
+ENV_DB = "SOPGRAPH_OPS_DB"
+# Authorizer actions a SELECT needs; anything else (writes, ATTACH, PRAGMA writes) is denied.
+_ALLOWED = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    33,
+}  # 33: RECURSIVE
+
+
+def _authorize(action: int, *_: object) -> int:
+    return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
+
+
+def _first_word(sql: str) -> str:
+    return sql.lstrip("( \n\t").split(None, 1)[0].upper() if sql.strip() else ""
+
+
+def _value_type(values: list) -> str:
+    for v in values:
+        if v is not None:
+            return {int: "INTEGER", float: "REAL", str: "TEXT"}.get(type(v), "BLOB")
+    return "NULL"
+
+
+def build_server(db: str) -> FastMCP:
+    """A server over the SQLite file ``db``, opened read-only once for all calls."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+    con.execute("PRAGMA query_only = ON")
+    tables = [
+        r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+    ]
+    con.set_authorizer(_authorize)
+    mcp = FastMCP(
+        "ops_store",
+        log_level="WARNING",  # a log line per request costs more than the query
+        instructions=(
+            "Operations store of the outbound dock (SQLite SQL dialect): stations, "
+            "equipment_states, maintenance_log, tickets, staffing, alarms. Start with "
+            "list_tables and list_columns, then run SELECT queries with execute_query. "
+            "Results are paged; when truncated is true, ask for next_page."
+        ),
+    )
+
+    @mcp.tool(annotations=READ_ONLY)
+    def list_tables() -> list[dict]:
+        """List the store's tables with their row counts."""
+        return [
+            {"table": t, "rows": con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]}
+            for t in tables
+        ]
+
+    @mcp.tool(annotations=READ_ONLY)
+    def list_columns(table: str) -> list[dict]:
+        """List a table's columns: name, declared SQL type, whether it may be NULL, key part.
+
+        Args:
+            table: table name as given by list_tables.
+        """
+        if table not in tables:
+            raise ToolError(f"no table '{table}'; tables are: {', '.join(tables)}")
+        con.set_authorizer(None)
+        try:
+            info = con.execute(f'PRAGMA table_info("{table}")').fetchall()
+        finally:
+            con.set_authorizer(_authorize)
+        return [
+            {"name": r[1], "type": r[2], "nullable": not r[3], "primary_key": bool(r[5])}
+            for r in info
+        ]
+
+    @mcp.tool(annotations=READ_ONLY)
+    def execute_query(sql: str, page: int = 0, page_size: int = DEFAULT_PAGE_SIZE) -> dict:
+        """Run one read-only SELECT (SQLite dialect) and return one page of its rows.
+
+        Args:
+            sql: a single SELECT or WITH ... SELECT statement; writes are refused.
+            page: page number, from 0.
+            page_size: rows per page, 1 to 1000.
+
+        Returns columns, column_types, rows (lists in column order; NULL as null),
+        truncated (true when more rows exist) and next_page.
+        """
+        check_page(page, page_size)
+        text = strip_sql(sql)
+        if _first_word(text) not in ("SELECT", "WITH", "VALUES"):
+            raise ToolError(
+                f"read-only server: {_first_word(text) or 'empty'} statements are refused; "
+                "only SELECT (and WITH ... SELECT) run"
+            )
+        cur = con.cursor()
+        try:
+            cur.execute(text)
+        except sqlite3.DatabaseError as exc:
+            msg = str(exc)
+            if "not authorized" in msg or "readonly" in msg:
+                raise ToolError(f"read-only server: refused ({msg})") from None
+            raise ToolError(f"query failed: {msg}") from None
+        except sqlite3.ProgrammingError as exc:
+            raise ToolError(f"query refused: {exc}; send one statement per call") from None
+        desc = cur.description or []
+        cols = [d[0] for d in desc]
+        try:
+            result = page_from_cursor(cur.fetchmany, cols, [""] * len(cols), page, page_size)
+        finally:
+            cur.close()
+        # SQLite types values, not columns: report what this page holds.
+        result.column_types = [_value_type([r[i] for r in result.rows]) for i in range(len(cols))]
+        return result.model_dump()
+
+    return mcp
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args("ops_store", ENV_DB, argv)
+    serve(build_server(args.db), args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""What every sopgraph data server shares: result pages, explicit truncation, JSON values,
+read-only refusals and the command line (``--db``, ``--transport``, ``--host``, ``--port``).
+
+A result never silently drops rows: when more exist, it says ``truncated: true`` and gives
+the ``next_page`` to ask for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+DEFAULT_PAGE_SIZE = 200
+MAX_PAGE_SIZE = 1000
+READ_ONLY = ToolAnnotations(
+    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
+
+
+class Page(BaseModel):
+    """One page of a tabular result.
+
+    Tools return it as a plain dict: a typed output schema makes the MCP client re-check
+    the schema with jsonschema on every call, which costs more than the query.
+    """
+
+    columns: list[str]
+    column_types: list[str]
+    rows: list[list[Any]]
+    page: int
+    page_size: int
+    row_count: int
+    truncated: bool
+    next_page: int | None
+    note: str | None = None
+
+
+def check_page(page: int, page_size: int, max_size: int = MAX_PAGE_SIZE) -> None:
+    """Refuse a page request a caller can fix, in one line."""
+    if page < 0:
+        raise ToolError(f"page must be >= 0 (got {page}); pages count from 0")
+    if not 1 <= page_size <= max_size:
+        raise ToolError(f"page_size must be between 1 and {max_size} (got {page_size})")
+
+
+def json_value(v: Any) -> Any:
+    """A database value as plain JSON: timestamps as ISO 8601, decimals as floats."""
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    if isinstance(v, dt.date | dt.time):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    if isinstance(v, bytes):
+        return v.hex()
+    return v
+
+
+def page_from_cursor(
+    fetchmany, columns: Sequence[str], types: Sequence[str], page: int, page_size: int
+) -> Page:
+    """Skip to ``page`` and read one page plus one row (to know whether more exist)."""
+    skip = page * page_size
+    while skip > 0:
+        got = fetchmany(min(skip, 10_000))
+        if not got:
+            break
+        skip -= len(got)
+    rows = fetchmany(page_size + 1)
+    more = len(rows) > page_size
+    rows = rows[:page_size]
+    return Page(
+        columns=list(columns),
+        column_types=list(types),
+        rows=[[json_value(v) for v in r] for r in rows],
+        page=page,
+        page_size=page_size,
+        row_count=len(rows),
+        truncated=more,
+        next_page=page + 1 if more else None,
+        note=f"more rows exist: call again with page={page + 1}" if more else None,
+    )
+
+
+def slice_items(
+    items: Sequence[Any], page: int, page_size: int
+) -> tuple[list[Any], bool, int | None]:
+    """One page of an in-memory list: (items, truncated, next_page)."""
+    lo = page * page_size
+    chunk = list(items[lo : lo + page_size])
+    more = len(items) > lo + page_size
+    return chunk, more, (page + 1 if more else None)
+
+
+def strip_sql(sql: str) -> str:
+    text = sql.strip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    if not text:
+        raise ToolError("empty query; pass one SELECT statement")
+    return text
+
+
+def parse_args(name: str, env_var: str, argv: Iterable[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog=f"python -m mcp_servers.{name}", description=f"sopgraph {name} MCP server"
+    )
+    ap.add_argument("--db", default=os.environ.get(env_var), help=f"database file (env {env_var})")
+    ap.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8000)
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    if not args.db:
+        ap.exit(2, f"error: no database: pass --db PATH or set {env_var}\n")
+    if not Path(args.db).exists():
+        ap.exit(
+            2,
+            f"error: {args.db}: no such database; build the world with "
+            "`python -m evals.fc_triage.build` or fix --db\n",
+        )
+    return args
+
+
+def serve(mcp: FastMCP, args: argparse.Namespace) -> None:
+    """Run on stdio, or on streamable HTTP bound to loopback by default."""
+    if args.transport == "streamable-http":
+        mcp.settings.host = args.host
+        mcp.settings.port = args.port
+        mcp.run("streamable-http")
+    else:
+        mcp.run("stdio")

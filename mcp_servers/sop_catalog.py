@@ -1,0 +1,254 @@
+"""The SOPs sopgraph's MCP server offers: discovery on a search path and what it says about them.
+
+The pydantic models here are the server's tool outputs, so their fields and descriptions are
+what an MCP client (often a model) reads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp.server.fastmcp.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from graphs.loader import SopError, load_sop
+from graphs.model import Sop, Verdict
+
+SOPS_ENV = "SOPGRAPH_SOPS"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# What a tool reads from the run input: ``ctx.input["x"]`` is required, ``.get("x")`` optional.
+_REQUIRED = re.compile(r"""ctx\.input\[\s*["'](\w+)["']\s*\]""")
+_OPTIONAL = re.compile(r"""ctx\.input\.get\(\s*["'](\w+)["']""")
+
+
+class SopSummary(BaseModel):
+    id: str
+    title: str
+    version: int
+    description: str
+    entry_types: list[str] = Field(description="Values of the input's 'type' field.")
+    decision_nodes: int
+    action_nodes: int
+    gated_actions: int = Field(description="Actions that pause the run for approval.")
+
+
+class EntryInfo(BaseModel):
+    type: str = Field(description="The input's 'type' for this entry.")
+    entry_nodes: list[str]
+    required_fields: list[str] = Field(description="Input fields the SOP's tools require.")
+    optional_fields: list[str] = Field(description="Input fields the SOP's tools may read.")
+    example_input: dict[str, Any]
+
+
+class NodeInfo(BaseModel):
+    id: str
+    kind: str
+    title: str
+    text: str = Field(description="The node's text with default parameters filled in.")
+    children: list[str]
+    approval: str
+    cost: str
+    has_tool: bool = Field(description="Whether a compiled tool decides this node.")
+
+
+class SopInfo(BaseModel):
+    id: str
+    title: str
+    version: int
+    description: str
+    entries: list[EntryInfo]
+    params: dict[str, Any] = Field(description="Parameters with their default values.")
+    sites: list[str] = Field(description="Sites with their own parameters (input 'site').")
+    gated_actions: list[str] = Field(description="Action nodes that pause for approval.")
+    nodes: list[NodeInfo]
+
+
+class RunSummary(BaseModel):
+    """A run's state as an MCP client sees it."""
+
+    run_id: str = Field(description="Pass to get_run and resume_run.")
+    sop_id: str
+    status: Literal["done", "interrupted", "unresolved"]
+    next_step: str = Field(description="What to do next, if anything.")
+    path: list[str] = Field(description="Node ids in execution order.")
+    verdicts: dict[str, Verdict]
+    actions: list[dict[str, Any]]
+    pending: list[dict[str, Any]] = Field(description="Gated actions awaiting a decision.")
+    unresolved: dict[str, str] = Field(description="Nodes that could not be decided, and why.")
+    input: dict[str, Any]
+    resumed: bool
+    trail: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def of(cls, result: Any, trail: bool = False) -> RunSummary:
+        if result.status == "interrupted":
+            nodes = ", ".join(str(i.get("node")) for i in result.interrupts)
+            hint = f"call resume_run with decision 'approve' or 'reject' for {nodes}"
+        elif result.status == "unresolved":
+            hint = "none: some nodes could not be decided (see unresolved)"
+        else:
+            hint = "none: the run is finished"
+        return cls(
+            run_id=result.thread_id,
+            sop_id=result.sop_id,
+            status=result.status,
+            next_step=hint,
+            path=result.path,
+            verdicts=result.verdicts,
+            actions=result.actions,
+            pending=result.interrupts,
+            unresolved=result.unresolved,
+            input=result.input,
+            resumed=result.resumed,
+            trail=result.trail if trail else None,
+        )
+
+
+@dataclass
+class CatalogEntry:
+    """One SOP: its folder, parsed model and file text."""
+
+    path: Path
+    sop: Sop
+    text: str
+
+    def summary(self) -> SopSummary:
+        sop = self.sop
+        return SopSummary(
+            id=sop.id,
+            title=sop.title,
+            version=sop.version,
+            description=sop.description,
+            entry_types=list(sop.entry),
+            decision_nodes=len(sop.decision_nodes),
+            action_nodes=len(sop.action_nodes),
+            gated_actions=sum(n.approval == "required" for n in sop.action_nodes),
+        )
+
+    def info(self) -> SopInfo:
+        from tools.registry import Registry
+
+        sop = self.sop
+        registry = Registry(self.path / "tools")
+        return SopInfo(
+            id=sop.id,
+            title=sop.title,
+            version=sop.version,
+            description=sop.description,
+            entries=[self._entry(kind, ids, registry) for kind, ids in sop.entry.items()],
+            params=sop.params,
+            sites=sorted(p.stem for p in (self.path / "params").glob("*.yaml")),
+            gated_actions=[n.id for n in sop.action_nodes if n.approval == "required"],
+            nodes=[
+                NodeInfo(
+                    id=n.id,
+                    kind=n.kind,
+                    title=n.title,
+                    text=sop.render_text(n).strip(),
+                    children=n.next.children(),
+                    approval=n.approval,
+                    cost=n.cost,
+                    has_tool=registry.has(n.tool_name),
+                )
+                for n in sop.nodes.values()
+            ],
+        )
+
+    def _entry(self, kind: str, ids: list[str], registry: Any) -> EntryInfo:
+        required: dict[str, None] = {}
+        optional: dict[str, None] = {}
+        for node_id in self._reachable(ids):
+            source = _tool_source(registry, self.sop.nodes[node_id].tool_name)
+            required.update(dict.fromkeys(_REQUIRED.findall(source)))
+            optional.update(dict.fromkeys(_OPTIONAL.findall(source)))
+        # Every tool gets the input's site (which also picks the site's parameters) and time.
+        optional.update(dict.fromkeys(("site", "timestamp")))
+        optional = {k: None for k in optional if k not in required}
+        example: dict[str, Any] = {} if len(self.sop.entry) == 1 else {"type": kind}
+        example.update({k: f"<{k}>" for k in required})
+        return EntryInfo(
+            type=kind,
+            entry_nodes=ids,
+            required_fields=list(required),
+            optional_fields=list(optional),
+            example_input=example,
+        )
+
+    def _reachable(self, start: list[str]) -> list[str]:
+        seen: dict[str, None] = {}
+        todo = list(start)
+        while todo:
+            nid = todo.pop()
+            if nid in seen or nid not in self.sop.nodes:
+                continue
+            seen[nid] = None
+            todo += self.sop.nodes[nid].next.children()
+        return list(seen)
+
+
+def _tool_source(registry: Any, tool: str) -> str:
+    if not registry.has(tool):
+        return ""
+    active = registry.entry(tool).active
+    try:
+        return registry.path_of(tool, active).read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+@dataclass
+class Catalog:
+    """SOPs by id; ``problems`` are the SOP files that were skipped, one line each."""
+
+    sops: dict[str, CatalogEntry] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def entries(self) -> list[CatalogEntry]:
+        return list(self.sops.values())
+
+    def get(self, sop_id: str) -> CatalogEntry:
+        entry = self.sops.get(sop_id)
+        if entry is None:
+            known = ", ".join(sorted(self.sops)) or f"none: set {SOPS_ENV}"
+            raise ToolError(f"unknown SOP id {sop_id!r}; known SOPs: {known} (see list_sops)")
+        return entry
+
+
+def search_path() -> list[Path]:
+    """``SOPGRAPH_SOPS`` folders first, then ``examples/`` under the cwd and the repository."""
+    dirs = [Path(d) for d in os.environ.get(SOPS_ENV, "").split(os.pathsep) if d.strip()]
+    return [*dirs, Path.cwd() / "examples", REPO_ROOT / "examples"]
+
+
+def _sop_files(folder: Path) -> list[Path]:
+    if (folder / "sop.yaml").is_file():
+        return [folder / "sop.yaml"]
+    return sorted(folder.glob("*/sop.yaml")) if folder.is_dir() else []
+
+
+def discover(paths: list[Path] | None = None) -> Catalog:
+    """Load every SOP on the search path; the first SOP with a given id wins."""
+    catalog = Catalog()
+    seen: set[Path] = set()
+    for folder in paths if paths is not None else search_path():
+        for file in _sop_files(folder):
+            real = file.resolve()
+            if real in seen:
+                continue
+            seen.add(real)
+            try:
+                sop = load_sop(real)
+            except SopError as exc:
+                catalog.problems.append(f"{file}: {str(exc).splitlines()[0]}")
+                continue
+            if sop.id in catalog.sops:
+                catalog.problems.append(
+                    f"{file}: SOP id {sop.id} already served from {catalog.sops[sop.id].path}"
+                )
+                continue
+            catalog.sops[sop.id] = CatalogEntry(real.parent, sop, real.read_text(encoding="utf-8"))
+    return catalog

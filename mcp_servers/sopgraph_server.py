@@ -1,0 +1,318 @@
+"""sopgraph's own MCP server: list, describe, run and resume SOPs from any MCP client.
+
+SOPs are found on a search path (``SOPGRAPH_SOPS``, colon-separated folders, then
+``examples/*/sop.yaml`` under the current directory and the repository). Each SOP is opened
+once (its MCP servers started, its graph compiled) on first use and kept open for the server's
+lifetime; every run is checkpointed, so a run paused on a gated action can be resumed later,
+even by another server process sharing the checkpoint store.
+
+Run::
+
+    sopgraph mcp serve                                   # stdio
+    sopgraph mcp serve --transport http --port 8000      # streamable HTTP at /mcp
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp.exceptions import ResourceError, ToolError
+from mcp.server.fastmcp.resources import FunctionResource
+from mcp.types import ToolAnnotations
+from pydantic import Field, ValidationError
+
+from mcp_servers.sop_catalog import Catalog, RunSummary, SopInfo, SopSummary, discover
+from mcp_servers.sop_sessions import Hub
+
+SERVER_NAME = "sopgraph"
+INSTRUCTIONS = """\
+sopgraph runs Standard Operating Procedures (SOPs) compiled into decision graphs.
+Call list_sops to see the SOPs, describe_sop to learn the input a SOP expects, then run_sop.
+A run that reaches a gated action (approval required) stops with status "interrupted";
+answer it with resume_run(run_id, "approve" or "reject"). get_run fetches any run by id.
+The SOP text (YAML) and its Mermaid diagram are resources sop://<sop_id>/text and
+sop://<sop_id>/mermaid."""
+
+_READ = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+_RUN = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+_RESUME = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+
+SopId = Annotated[str, Field(description="An SOP id as returned by list_sops.")]
+RunId = Annotated[
+    str, Field(description="A run id as returned by run_sop: '<sop_id>:<thread_id>'.")
+]
+
+
+class SopgraphMCP(FastMCP):
+    """FastMCP whose argument errors are one line a model can act on, not pydantic's report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            err = cause.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "arguments"
+            got = repr(err.get("input"))[:80]
+            raise ToolError(
+                f"{name}: argument {where!r}: {err['msg']} (got {got}); see the tool's input schema"
+            ) from None
+
+
+@contextmanager
+def _input_errors() -> Iterator[None]:
+    from graphs.runner import InputError  # lazily: listing tools need not load LangGraph
+
+    try:
+        yield
+    except InputError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _reporter(ctx: Context) -> Any:
+    """An ``on_step`` callback sending one MCP progress notification per executed node."""
+    done = 0
+
+    async def on_step(node: str, update: dict[str, Any]) -> None:
+        nonlocal done
+        done += 1
+        # No total: which branches fire depends on the data.
+        await ctx.report_progress(done, None, _progress_message(node, update))
+
+    return on_step
+
+
+def _progress_message(node: str, update: dict[str, Any]) -> str:
+    steps = update.get("trail") or []
+    if not steps:
+        return node
+    step = steps[-1]
+    verdict = f" {step['verdict']}" if step.get("verdict") else ""
+    return f"{node}: {step.get('status', 'done')}{verdict}"
+
+
+def create_server(hub: Hub, **settings: Any) -> FastMCP:
+    """The FastMCP server over ``hub``'s SOPs; ``settings`` go to ``FastMCP`` (host, port...)."""
+    catalog = hub.catalog
+
+    @asynccontextmanager
+    async def lifespan(_: FastMCP) -> AsyncIterator[Hub]:
+        async with hub.use():
+            yield hub
+
+    server = SopgraphMCP(
+        SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING", **settings
+    )
+
+    @server.tool(annotations=_READ)
+    def list_sops() -> list[SopSummary]:
+        """List the SOPs this server can run.
+
+        Returns each SOP's id, title, version, description, entry (input) types and node
+        counts (decision nodes, action nodes, gated actions that pause for approval).
+        Use an id with describe_sop to learn the input it expects, then run_sop.
+        """
+        return [e.summary() for e in catalog.entries()]
+
+    @server.tool(annotations=_READ)
+    def describe_sop(sop_id: SopId) -> SopInfo:
+        """Describe one SOP: what to pass to run_sop and what the run will do.
+
+        Returns the entry types with, for each, the input fields its tools read and an example
+        input; the parameters (thresholds) with their defaults; every node (kind, text,
+        children); and the gated actions that pause a run for approval.
+        """
+        return catalog.get(sop_id).info()
+
+    @server.tool(annotations=_RUN)
+    async def run_sop(
+        sop_id: SopId,
+        input: Annotated[
+            dict[str, Any],
+            Field(
+                description=(
+                    "The run input: a JSON object. 'type' picks the entry (optional when the "
+                    "SOP has one entry type); 'site' and 'timestamp' are passed to every tool; "
+                    "add the fields describe_sop lists for that entry type."
+                )
+            ),
+        ],
+        ctx: Context,
+        thread_id: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "Optional thread id. Reusing the thread id of an unfinished run continues "
+                    "it; of a finished run returns its result. Default: a new id."
+                )
+            ),
+        ] = None,
+        approval: Annotated[
+            Literal["ask", "approve", "reject"],
+            Field(
+                description=(
+                    "What to do at gated actions: 'ask' pauses the run (status 'interrupted') "
+                    "for resume_run; 'approve' or 'reject' decides all of them now."
+                )
+            ),
+        ] = "ask",
+    ) -> RunSummary:
+        """Run an SOP on one input and return the outcome.
+
+        The result has run_id (keep it for get_run and resume_run), status ('done',
+        'interrupted' when a gated action awaits approval, 'unresolved' when some node could
+        not be decided), the path of node ids executed, each node's verdict, the actions
+        taken and any pending approvals. Sends a progress notification per executed node.
+        """
+        entry = catalog.get(sop_id)
+        session = await hub.session(sop_id)
+        run_id = f"{entry.sop.id}:{thread_id or uuid.uuid4().hex[:12]}"
+        with _input_errors():
+            result = await session.run(
+                input, thread_id=run_id, approval=approval, on_step=_reporter(ctx)
+            )
+        return RunSummary.of(result)
+
+    @server.tool(annotations=_READ)
+    async def get_run(
+        run_id: RunId,
+        include_trail: Annotated[
+            bool, Field(description="Also return the step-by-step trail (larger).")
+        ] = False,
+    ) -> RunSummary:
+        """Fetch a run by id: its status, path, verdicts, actions and pending approvals.
+
+        Works for runs started by this or an earlier server sharing the checkpoint store.
+        """
+        session = await hub.run_session(run_id)
+        return RunSummary.of(await session.result(run_id), trail=include_trail)
+
+    @server.tool(annotations=_RESUME)
+    async def resume_run(
+        run_id: RunId,
+        decision: Annotated[
+            Literal["approve", "reject"],
+            Field(description="'approve' executes the gated action; 'reject' skips it."),
+        ],
+        ctx: Context,
+    ) -> RunSummary:
+        """Answer the gated action an interrupted run is waiting on, and continue the run.
+
+        Only for runs whose status is 'interrupted'. Returns the run's new state; it may be
+        interrupted again at a later gated action. Sends a progress notification per node.
+        """
+        session = await hub.run_session(run_id)
+        with _input_errors():
+            result = await session.resume(run_id, decision, on_step=_reporter(ctx))
+        return RunSummary.of(result)
+
+    _add_resources(server, catalog)
+    return server
+
+
+def _add_resources(server: FastMCP, catalog: Catalog) -> None:
+    def sop_text(sop_id: str) -> str:
+        return _entry(catalog, sop_id).text
+
+    def sop_mermaid(sop_id: str) -> str:
+        entry = _entry(catalog, sop_id)
+        try:
+            from graphs.drawing import to_mermaid
+        except ImportError as exc:
+            raise ResourceError(f"Mermaid drawing is not available: {exc}") from None
+        return to_mermaid(entry.sop)
+
+    # Templates let a client build the URI from an id; concrete entries make them listable.
+    server.resource(
+        "sop://{sop_id}/text",
+        name="sop_text",
+        mime_type="application/yaml",
+        description="The SOP file (YAML) of an SOP.",
+    )(sop_text)
+    server.resource(
+        "sop://{sop_id}/mermaid",
+        name="sop_mermaid",
+        mime_type="text/vnd.mermaid",
+        description="The SOP's decision graph as a Mermaid flowchart.",
+    )(sop_mermaid)
+    for e in catalog.entries():
+        sid = e.sop.id
+        for kind, fn, mime in (
+            ("text", sop_text, "application/yaml"),
+            ("mermaid", sop_mermaid, "text/vnd.mermaid"),
+        ):
+            server.add_resource(
+                FunctionResource(
+                    uri=f"sop://{sid}/{kind}",
+                    name=f"{sid}_{kind}",
+                    title=f"{e.sop.title or sid} ({'YAML' if kind == 'text' else 'Mermaid'})",
+                    mime_type=mime,
+                    fn=lambda fn=fn, sid=sid: fn(sid),
+                )
+            )
+
+
+def _entry(catalog: Catalog, sop_id: str) -> Any:
+    try:
+        return catalog.get(sop_id)
+    except ToolError as exc:
+        raise ResourceError(str(exc)) from None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="sopgraph mcp serve", description=__doc__.splitlines()[0])
+    add_serve_args(p)
+    return p.parse_args(argv)
+
+
+def add_serve_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    p.add_argument(
+        "--checkpoint",
+        help="SQLite file (default {home}/checkpoints.sqlite) or postgres://… shared by all SOPs",
+    )
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Discover the SOPs and serve them until the client (stdio) or a signal (HTTP) stops us."""
+    catalog = discover()
+    for problem in catalog.problems:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    hub = Hub(catalog, args.checkpoint)
+    if args.transport == "stdio":
+        create_server(hub).run("stdio")
+        return 0
+    server = create_server(hub, host=args.host, port=args.port)
+
+    async def go() -> None:
+        async with hub.use():  # over HTTP the lifespan is per client session: hold SOPs open
+            await server.run_streamable_http_async()
+
+    print(
+        f"sopgraph MCP server: http://{args.host}:{args.port}/mcp ({len(catalog.sops)} SOPs)",
+        file=sys.stderr,
+        flush=True,
+    )
+    asyncio.run(go())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve(parse_args(argv))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The paper's three agent configurations as executor chains, selectable per run for ablations.
+
+- ``direct``: the graph calls each node's compiled tool; a missing or failing tool falls back
+  to the CodeAct sub-agent when a model is configured.
+- ``subagent``: an LLM sub-agent calls the node's tool (``run_<node>``) and reports the verdict;
+  CodeAct is the fallback.
+- ``codeact``: no tools; the CodeAct sub-agent writes MCP code for every node.
+
+Example:
+    >>> models = load_models(Settings(model="scripted"))
+    >>> [e.name for e in executors_for("subagent", models.chat, registry, lm=models.lm)]
+    ['subagent', 'codeact']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+
+from nodes.codeact import DEFAULT_MAX_TURNS, CodeActExecutor
+from nodes.executor import Executor
+from nodes.sandbox import SandboxLimits
+from nodes.subagent import SubAgentToolExecutor
+from nodes.tool_node import ToolExecutor
+from prompts.verdict import VerdictExtractor
+from sopgraph.settings import Settings, SettingsError
+from tools.invocation_log import InvocationLog
+from tools.registry import Registry
+
+Architecture = Literal["direct", "subagent", "codeact"]
+ARCHITECTURES: tuple[Architecture, ...] = ("direct", "subagent", "codeact")
+SCRIPTED = "scripted"
+
+
+class ArchitectureError(SettingsError):
+    """An unknown architecture, or one that needs a model when none is configured."""
+
+
+@dataclass
+class Models:
+    """The chat model and DSPy LM one setting names (both None when no model is configured)."""
+
+    chat: BaseChatModel | None
+    lm: Any
+    name: str = ""
+
+
+def load_models(settings: Settings | None = None) -> Models:
+    """The models ``settings`` name; ``scripted`` is the rule-based model for demos and CI.
+
+    Raises:
+        SettingsError: an unknown provider or a missing credential.
+    """
+    settings = settings or Settings()
+    name = settings.model.strip()
+    if name == SCRIPTED:
+        from sopgraph.scripted_model import ScriptedAgentModel, scripted_dspy_lm
+
+        return Models(ScriptedAgentModel(), scripted_dspy_lm(), SCRIPTED)
+    if not name:
+        return Models(None, None, "")
+    from sopgraph.models import chat_model, dspy_lm
+
+    return Models(chat_model(settings), dspy_lm(settings), name)
+
+
+def executors_for(
+    arch: str,
+    model: BaseChatModel | None = None,
+    registry: Registry | None = None,
+    log: InvocationLog | None = None,
+    *,
+    lm: Any = None,
+    extractor: VerdictExtractor | None = None,
+    limits: SandboxLimits | None = None,
+    max_turns: int = DEFAULT_MAX_TURNS,
+) -> list[Executor]:
+    """The executor chain of ``arch``, in the order the chain tries them.
+
+    Raises:
+        ArchitectureError: ``arch`` is unknown, or needs a model and ``model`` is None.
+    """
+    if arch not in ARCHITECTURES:
+        raise ArchitectureError(
+            f"unknown architecture {arch!r}: use one of {', '.join(ARCHITECTURES)}"
+        )
+    if arch != "direct" and model is None:
+        raise ArchitectureError(
+            f"architecture {arch!r} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
+        )
+    if arch != "codeact" and registry is None:
+        raise ValueError(f"architecture {arch!r} needs the SOP's tool registry")
+    extractor = extractor or VerdictExtractor(lm=lm)
+    codeact = CodeActExecutor(model, extractor, limits or SandboxLimits(), max_turns)
+    if arch == "direct":
+        # without a model the CodeAct step says so, which is the reason a missing tool stays open
+        return [ToolExecutor(registry, log), codeact]
+    if arch == "subagent":
+        return [SubAgentToolExecutor(model, registry, log, extractor), codeact]
+    return [codeact]

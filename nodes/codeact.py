@@ -1,0 +1,425 @@
+"""The CodeAct sub-agent: a model writes Python that queries MCP in the sandbox until it answers.
+
+The loop is a small LangGraph (``think`` -> ``act`` -> ``think`` ...): ``think`` calls the model,
+``act`` runs its ```python block in the sandbox with the node's allowed MCP tools as plain
+functions ``<server>_<tool>``, and the output (or the error) goes back to the model. It stops on
+a final ``ANSWER:``, on the turn budget, or on two replies with neither code nor an answer. The
+answer becomes a Verdict through ``prompts.verdict.VerdictExtractor``. Every turn, token, code
+block and MCP call is kept in ``Outcome.detail``: the trace the tool-making pipeline consumes.
+
+Example:
+    >>> executor = CodeActExecutor(model=chat_model(Settings()))
+    >>> outcome = await executor.decide(node, ctx)
+    >>> outcome.verdict.value, outcome.detail["turns"]
+    ('true', 2)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import operator
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypedDict
+
+import dspy
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from graphs.model import Node, Verdict
+from nodes.executor import Outcome, ToolContext, Unavailable
+from nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
+from prompts.codeact import (
+    NUDGE_FORMAT,
+    FunctionSpec,
+    render_observation,
+    render_system_prompt,
+)
+from prompts.verdict import ExtractionError, VerdictExtractor
+from sopgraph.telemetry import agent_span, chat_span, record_usage
+
+DEFAULT_MAX_TURNS = 6
+NO_MODEL = "no model configured for the CodeAct sub-agent: set SOPGRAPH_MODEL (e.g. `scripted`, `local`, `ollama:<name>`)"
+OBSERVATION_CHARS = 3000  # printed output shown back to the model per turn
+TRACE_CHARS = 20_000  # one MCP result or stdout kept in the trace
+START_MESSAGE = "Decide the check. Start with a ```python code block."
+_CODE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
+_FINAL = re.compile(r"\b(ANSWER|VERDICT)\s*[:=]", re.I)
+
+
+def clip(text: str, limit: int) -> str:
+    return (
+        text
+        if len(text) <= limit
+        else text[:limit] + f"\n[... {len(text) - limit} more characters]"
+    )
+
+
+def clip_json(value: Any, limit: int = TRACE_CHARS) -> Any:
+    """``value`` itself when its JSON is small, else a preview marked as truncated."""
+    text = json.dumps(value, default=str)
+    return value if len(text) <= limit else {"truncated": True, "preview": text[:limit]}
+
+
+def extract_code(text: str) -> str | None:
+    """The Python the reply holds: every fenced block, joined (an unclosed last fence counts)."""
+    blocks = [b.strip("\n") for b in _CODE.findall(text or "")]
+    code = "\n".join(b for b in blocks if b.strip())
+    return code or None
+
+
+def is_final_answer(text: str) -> bool:
+    return bool(_FINAL.search(text or ""))
+
+
+def clean_traceback(error: str) -> str:
+    """The traceback without the sandbox runner's own frames: only what the model's code did."""
+    lines = error.rstrip().splitlines()
+    out: list[str] = []
+    skip = False
+    for line in lines:
+        if line.startswith('  File "<string>"'):
+            skip = True  # the runner's frame and its source line
+            continue
+        if skip and line.startswith("    "):
+            continue
+        skip = False
+        out.append(line)
+    return "\n".join(out)
+
+
+def message_text(message: BaseMessage) -> str:
+    """Text of a reply whose content may be a list of blocks (Bedrock, Anthropic)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
+    return "".join(parts)
+
+
+def model_label(model: Any) -> str:
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return str(getattr(model, "_llm_type", type(model).__name__))
+
+
+def allowed_servers(node: Node, available: list[str]) -> list[str]:
+    """The servers the node's ``data`` hints name (``robotics.station_idle_pct`` -> ``robotics``).
+
+    A node without hints, or whose hints name no configured server, may use them all.
+    """
+    hinted = [h.split(".", 1)[0] for h in node.data if "." in h]
+    chosen = [s for s in dict.fromkeys(hinted) if s in available]
+    return chosen or list(available)
+
+
+def function_name(server: str, tool: str) -> str:
+    # The same tool name exists on several servers (execute_query): the server prefix tells them apart.
+    return re.sub(r"\W", "_", f"{server}_{tool}")
+
+
+# -- the loop as a LangGraph ----------------------------------------------------------------
+
+
+@dataclass
+class CodeActRun:
+    """What one loop runs with (LangGraph runtime context; not part of the state)."""
+
+    model: BaseChatModel
+    functions: dict[str, ToolFn]
+    specs: dict[str, FunctionSpec]
+    limits: SandboxLimits
+    max_turns: int = DEFAULT_MAX_TURNS
+    label: str = "model"
+
+
+class CodeActState(TypedDict, total=False):
+    messages: Annotated[list[BaseMessage], operator.add]
+    replies: Annotated[list[str], operator.add]
+    code: Annotated[list[dict[str, Any]], operator.add]
+    mcp_calls: Annotated[list[dict[str, Any]], operator.add]
+    turns: int
+    garbage: int
+    input_tokens: int
+    output_tokens: int
+    pending: str | None
+    answer: str | None
+    stop: str | None
+
+
+def _budget(n: int) -> str:
+    return f"turn budget of {n} model replies exhausted without an answer"
+
+
+async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, Any]:
+    run = runtime.context
+    with chat_span(run.label) as span:
+        try:
+            reply = await run.model.ainvoke(state["messages"])
+        except Exception as exc:  # noqa: BLE001 - a dead endpoint ends the loop with a reason
+            first = (str(exc).splitlines() or [""])[0][:300]
+            return {"stop": f"model call failed: {type(exc).__name__}: {first}"}
+        usage = getattr(reply, "usage_metadata", None) or {}
+        n_in, n_out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        record_usage(span, n_in, n_out, model=run.label)
+    text = message_text(reply)
+    turns = state.get("turns", 0) + 1
+    update: dict[str, Any] = {
+        "turns": turns,
+        "input_tokens": state.get("input_tokens", 0) + n_in,
+        "output_tokens": state.get("output_tokens", 0) + n_out,
+        "replies": [text],
+        "messages": [AIMessage(content=text)],
+    }
+    code = extract_code(text)
+    if code is not None and turns < run.max_turns:
+        update["pending"] = code
+    elif code is not None:  # code on the last reply could never be followed by an answer
+        update["stop"] = _budget(turns)
+    elif is_final_answer(text):
+        update["answer"] = text.strip()
+    elif state.get("garbage", 0) >= 1:
+        shown = " ".join(text.split())[:160] or "(empty)"
+        update["stop"] = f"the model answered twice with neither code nor ANSWER/VERDICT: {shown!r}"
+    elif turns >= run.max_turns:
+        update["stop"] = _budget(turns)
+    else:
+        update["garbage"] = state.get("garbage", 0) + 1
+        update["messages"].append(HumanMessage(content=NUDGE_FORMAT))
+    return update
+
+
+async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, Any]:
+    run = runtime.context
+    code, turn = state.get("pending") or "", state.get("turns", 0)
+    try:
+        result = await run_code(code, run.functions, run.limits)
+    except SandboxUnavailable as exc:
+        return {"pending": None, "stop": f"sandbox unavailable: {exc}"}
+    error = None
+    if not result.ok:
+        error = clean_traceback(result.error) if result.error else None
+        if result.reason and (not error or result.reason not in error):
+            error = f"{error}\n({result.reason})" if error else result.reason
+    step = {
+        "turn": turn,
+        "code": code,
+        "ok": result.ok,
+        "stdout": clip(result.stdout, TRACE_CHARS),
+        "error": error,
+        "reason": result.reason,
+        "ms": result.duration_ms,
+    }
+    calls = []
+    for call in result.tool_calls:
+        spec = run.specs.get(call.tool)
+        calls.append(
+            {
+                "turn": turn,
+                "function": call.tool,
+                "server": spec.server if spec else None,
+                "tool": spec.tool if spec else None,
+                "args": call.args,
+                "result": clip_json(call.result),
+                "error": call.error,
+                "ms": call.ms,
+            }
+        )
+    shown = clip(result.stdout, OBSERVATION_CHARS)
+    observation = render_observation(shown, error, run.max_turns - turn)
+    return {
+        "pending": None,
+        "code": [step],
+        "mcp_calls": calls,
+        "messages": [HumanMessage(content=observation)],
+    }
+
+
+def _after_think(state: CodeActState) -> str:
+    if state.get("stop") or state.get("answer"):
+        return END
+    return "act" if state.get("pending") else "think"
+
+
+def _after_act(state: CodeActState) -> str:
+    return END if state.get("stop") else "think"
+
+
+def build_codeact_graph():
+    """The CodeAct loop, compiled without a checkpointer (the trail keeps its trace instead)."""
+    builder = StateGraph(CodeActState, context_schema=CodeActRun)
+    builder.add_node("think", think)
+    builder.add_node("act", act)
+    builder.add_edge(START, "think")
+    builder.add_conditional_edges("think", _after_think, ["act", "think", END])
+    builder.add_conditional_edges("act", _after_act, ["think", END])
+    # checkpointer=False: inside an SOP run it must not inherit the run's checkpointer
+    return builder.compile(checkpointer=False, name="codeact")
+
+
+codeact_graph = build_codeact_graph()
+
+
+# -- the executor ---------------------------------------------------------------------------
+
+
+@dataclass
+class CodeActExecutor:
+    """Decides a node by running the CodeAct loop; ``Unavailable`` when no model is configured.
+
+    A loop that ends without a verdict returns an Outcome with ``verdict=None``, the reason in
+    ``error`` and the full trace in ``detail`` (tokens spent on a failure still count).
+    """
+
+    model: BaseChatModel | None = None
+    extractor: VerdictExtractor | None = None
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    max_turns: int = DEFAULT_MAX_TURNS
+    name: str = "codeact"
+    _tools: dict[tuple[int, str], list[Any]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.extractor = self.extractor or VerdictExtractor()
+
+    async def functions_for(
+        self, node: Node, ctx: ToolContext
+    ) -> tuple[dict[str, FunctionSpec], dict[str, ToolFn], list[str]]:
+        """The node's allowed MCP tools as sandbox functions, their specs, and listing problems."""
+        pool = ctx.mcp
+        servers = list(getattr(pool, "servers", None) or {}) if pool is not None else []
+        specs: dict[str, FunctionSpec] = {}
+        functions: dict[str, ToolFn] = {}
+        problems: list[str] = []
+        for server in allowed_servers(node, servers):
+            key = (id(pool), server)
+            try:
+                if key not in self._tools:
+                    self._tools[key] = list(await pool.list_tools(server))
+            except Exception as exc:  # noqa: BLE001 - one dead server leaves the others usable
+                problems.append(f"{server}: {type(exc).__name__}: {exc}")
+                continue
+            for tool in self._tools[key]:
+                name = function_name(server, tool.name)
+                specs[name] = FunctionSpec(
+                    name=name,
+                    server=server,
+                    tool=tool.name,
+                    description=tool.description or "",
+                    input_schema=dict(tool.inputSchema or {}),
+                )
+                functions[name] = _mcp_function(pool, server, tool.name)
+        return specs, functions, problems
+
+    async def decide(self, node: Node, ctx: ToolContext) -> Outcome:
+        if self.model is None:
+            raise Unavailable(NO_MODEL)
+        start = time.perf_counter()
+        specs, functions, problems = await self.functions_for(node, ctx)
+        system = render_system_prompt(
+            question=ctx.text or node.text,
+            functions=list(specs.values()),
+            imports=self.limits.allowed_imports,
+            max_turns=self.max_turns,
+            site=ctx.site,
+            timestamp=ctx.timestamp,
+            alarm=ctx.input,
+            params=ctx.params,
+            parents={k: v.model_dump(exclude={"explanation"}) for k, v in ctx.parents.items()},
+            data=node.data,
+        )
+        run = CodeActRun(
+            self.model, functions, specs, self.limits, self.max_turns, model_label(self.model)
+        )
+        state: CodeActState = {
+            "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],
+            "turns": 0,
+            "garbage": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+        }
+        with agent_span(
+            self.name, node.id, "writes Python against MCP to decide an SOP node"
+        ) as span:
+            final = await _own_run(
+                codeact_graph.ainvoke(
+                    state, {"recursion_limit": 4 * self.max_turns + 10}, context=run
+                )
+            )
+            verdict, error, extract = await self._extract(ctx.text or node.text, final)
+            detail = _trace(final, specs, problems, extract)
+            record_usage(span, detail["input_tokens"], detail["output_tokens"], model=run.label)
+        ms = (time.perf_counter() - start) * 1000
+        if verdict is None:
+            return Outcome(
+                verdict=None, executor=self.name, error=f"codeact: {error}", ms=ms, detail=detail
+            )
+        return Outcome(verdict=verdict, executor=self.name, ms=ms, detail=detail)
+
+    async def _extract(
+        self, question: str, final: CodeActState
+    ) -> tuple[Verdict | None, str | None, dict[str, Any]]:
+        answer = final.get("answer")
+        if not answer:
+            return None, final.get("stop") or "the loop ended without an answer", {}
+        with dspy.track_usage() as usage:
+            try:
+                verdict, source = await self.extractor.averdict(question, answer)
+            except ExtractionError as exc:
+                return None, str(exc), {"source": "failed"}
+        n_in = n_out = 0
+        for entry in usage.get_total_tokens().values():
+            n_in += int(entry.get("prompt_tokens") or 0)
+            n_out += int(entry.get("completion_tokens") or 0)
+        return verdict, None, {"source": source, "input_tokens": n_in, "output_tokens": n_out}
+
+
+async def _own_run(coro: Any) -> Any:
+    """Run the loop as its own graph run, not as a subgraph of the SOP run that called it.
+
+    Inside an SOP node LangGraph would treat it as a subgraph and inherit the run's
+    checkpointer settings (a durable run's ``durability="sync"`` then waits on a checkpoint
+    a graph compiled with ``checkpointer=False`` never writes). The OpenTelemetry context,
+    also a context variable, is kept.
+    """
+    context = contextvars.copy_context()
+    context.run(var_child_runnable_config.set, None)
+    return await asyncio.create_task(coro, context=context)
+
+
+def _mcp_function(pool: Any, server: str, tool: str) -> ToolFn:
+    async def call(args: dict[str, Any]) -> Any:
+        return await pool.call(server, tool, args)
+
+    return call
+
+
+def _trace(
+    final: CodeActState,
+    specs: dict[str, FunctionSpec],
+    problems: list[str],
+    extract: dict[str, Any],
+) -> dict[str, Any]:
+    """The run's trace for the trail: JSON only (it is checkpointed with the run state)."""
+    detail: dict[str, Any] = {
+        "turns": final.get("turns", 0),
+        "input_tokens": final.get("input_tokens", 0) + extract.get("input_tokens", 0),
+        "output_tokens": final.get("output_tokens", 0) + extract.get("output_tokens", 0),
+        "functions": sorted(specs),
+        "code": final.get("code", []),
+        "mcp_calls": final.get("mcp_calls", []),
+        "replies": [clip(r, TRACE_CHARS) for r in final.get("replies", [])],
+        "answer": final.get("answer"),
+        "stop": final.get("stop"),
+        "extract": extract,
+    }
+    if problems:
+        detail["server_problems"] = problems
+    return detail

@@ -1,0 +1,196 @@
+"""CLI commands that measure: ``demo``, ``eval triage``, ``eval tools``, ``bench triage|serve``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+TRIAGE_SOP = Path(__file__).resolve().parent.parent / "examples" / "fc_alarm_triage"
+
+
+def _bar(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=Console(stderr=True), transient=True, disable=not enabled,
+    )  # fmt: skip
+
+
+def _world():
+    from evals.fc_triage.build import build_world
+    from nodes.mcp_client import home_dir
+
+    return build_world(home_dir(), progress=sys.stderr.isatty())
+
+
+def _models(arch: str):
+    from nodes.architectures import load_models
+    from sopgraph.cli import UserError
+
+    models = load_models()
+    if arch != "direct" and models.chat is None:
+        raise UserError(
+            f"--arch {arch} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
+        )
+    return models
+
+
+def _scenarios(paths, split: str, n: int | None) -> list:
+    from evals.fc_triage.dataset import load_scenarios
+
+    scenarios = load_scenarios(paths.scenarios, split=None if split == "all" else split)
+    return scenarios[:n] if n else scenarios
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sopgraph.demo import main
+
+    return main(n=args.alarms, report=Path(args.report) if args.report else None)
+
+
+def cmd_eval_triage(args: argparse.Namespace) -> int:
+    from evals.triage_eval import eval_triage, summarize
+
+    models = _models(args.arch)
+    scenarios = _scenarios(_world(), args.split, args.alarms)
+    with _bar(not args.json or sys.stderr.isatty()) as bar:
+        task = bar.add_task(f"triage ({args.arch})", total=len(scenarios))
+        outcomes = asyncio.run(
+            eval_triage(
+                TRIAGE_SOP,
+                scenarios,
+                arch=args.arch,
+                model=models.chat,
+                lm=models.lm,
+                concurrency=args.concurrency,
+                on_result=lambda _: bar.advance(task),
+            )  # fmt: skip
+        )
+    summary = summarize(outcomes, args.arch)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    for key in ("arch", "n", "accuracy", "observation_acc", "root_cause_acc", "action_acc",
+                "llm_tokens_per_alarm", "unresolved_alarms"):  # fmt: skip
+        print(f"{key}: {summary[key]}")
+    for f in summary["failures"]:
+        print(f"  wrong: {f['alarm_id']} {f['type']} {f['site']}: {json.dumps(f['diff'])}")
+    return 0
+
+
+def cmd_eval_tools(args: argparse.Namespace) -> int:
+    from evals.tool_eval import eval_tools, summarize
+
+    paths = _world()
+    split = None if args.split == "all" else args.split
+    with _bar(not args.json or sys.stderr.isatty()) as bar:
+        task = bar.add_task(f"tools on {args.split} cases", total=None)
+        results = asyncio.run(
+            eval_tools(TRIAGE_SOP, paths.cases, split, on_node=lambda _: bar.advance(task))
+        )
+    summary = summarize(results, split)
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+        return 0
+    print(f"{summary['passed']}/{summary['nodes']} nodes pass every {args.split} case")
+    for r in results:
+        if not r.passed:
+            why = r.error or f"{r.correct}/{r.cases} cases right"
+            print(f"  FAIL {r.node}: {why}")
+            for f in r.failures[:3]:
+                print(
+                    f"       {f.site} {f.timestamp}: expected {f.expected}, got {f.got} "
+                    f"(observed {f.observed}; expected observed {f.expected_observed}) {f.error or ''}"
+                )
+    return 0
+
+
+def cmd_bench_triage(args: argparse.Namespace) -> int:
+    from evals.bench_triage import bench_triage
+
+    models = _models(args.arch)
+    scenarios = _scenarios(_world(), "all", args.alarms)
+    with _bar(True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def tick(phase: str, i: int, n: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=n)
+            bar.update(tasks[phase], completed=i)
+
+        figures = asyncio.run(
+            bench_triage(
+                TRIAGE_SOP,
+                scenarios,
+                concurrency=args.concurrency,
+                checkpoint=args.checkpoint,
+                arch=args.arch,
+                model=models.chat,
+                lm=models.lm,
+                progress=tick,
+            )  # fmt: skip
+        )
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        for k, v in figures.items():
+            print(f"{k}: {v}")
+    return 0
+
+
+def cmd_bench_serve(args: argparse.Namespace) -> int:
+    from evals.bench_serve import bench_serve
+
+    figures = asyncio.run(bench_serve(n=args.runs, concurrency=args.concurrency))
+    print(json.dumps(figures, indent=2) if args.json else
+          "\n".join(f"{k}: {v}" for k, v in figures.items()))  # fmt: skip
+    return 0 if all(f.get("failed", 0) == 0 for f in figures.values() if isinstance(f, dict)) else 1
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``demo``, ``eval`` and ``bench`` on the top-level subparsers."""
+    d = sub.add_parser("demo", help="the default job: triage recent alarms of the simulated dock")
+    d.add_argument("--alarms", type=int, default=40)
+    d.add_argument("--report", help="HTML report path (default .sopgraph/reports/demo.html)")
+    d.set_defaults(fn=cmd_demo)
+
+    ev = sub.add_parser("eval", help="accuracy against ground truth").add_subparsers(
+        dest="what", required=True
+    )
+    et = ev.add_parser("triage", help="end-to-end alarm triage accuracy")
+    et.add_argument("--alarms", type=int, help="first N scenarios (default all 1,500)")
+    et.add_argument("--split", choices=["train", "eval", "all"], default="all")
+    et.add_argument("--arch", choices=["direct", "subagent", "codeact"], default="direct")
+    et.add_argument("--concurrency", type=int, default=4)
+    et.add_argument("--json", action="store_true")
+    et.set_defaults(fn=cmd_eval_triage)
+    eto = ev.add_parser("tools", help="per-node pass rate of the active tools (pass@1)")
+    eto.add_argument("--split", choices=["train", "eval", "all"], default="eval")
+    eto.add_argument("--json", action="store_true")
+    eto.set_defaults(fn=cmd_eval_tools)
+
+    be = sub.add_parser("bench", help="latency and throughput").add_subparsers(
+        dest="what", required=True
+    )
+    bt = be.add_parser("triage", help="per-alarm p50/p99, alarms/s and the in-process lower bound")
+    bt.add_argument("--alarms", type=int, default=200)
+    bt.add_argument("--concurrency", type=int, default=8)
+    bt.add_argument(
+        "--checkpoint",
+        default="memory",
+        help="memory (default), a SQLite path, or postgres://… to include durability",
+    )
+    bt.add_argument("--arch", choices=["direct", "subagent", "codeact"], default="direct")
+    bt.add_argument("--json", action="store_true")
+    bt.set_defaults(fn=cmd_bench_triage)
+    bs = be.add_parser("serve", help="concurrent runs through the LangGraph and MCP servers")
+    bs.add_argument("--runs", type=int, default=50)
+    bs.add_argument("--concurrency", type=int, default=50)
+    bs.add_argument("--json", action="store_true")
+    bs.set_defaults(fn=cmd_bench_serve)

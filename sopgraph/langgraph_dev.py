@@ -1,0 +1,169 @@
+"""Start the LangGraph server (``langgraph dev``) offline on loopback, for tests and benchmarks.
+
+The server runs in a scratch folder (it writes ``.langgraph_api/`` where it starts) with a
+copy of the repository's ``langgraph.json`` whose dependency points back at the repository.
+
+Example:
+    >>> with LangGraphDev() as server:
+    ...     client = langgraph_sdk.get_client(url=server.url)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from sopgraph.pg import free_port
+
+REPO = Path(__file__).resolve().parent.parent
+# Offline: no usage analytics, no version check against PyPI.
+OFFLINE_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"}
+
+
+class ServerError(RuntimeError):
+    """The server could not be started; ``str`` says why, with the end of its log."""
+
+
+def langgraph_bin() -> Path:
+    exe = Path(sys.executable).parent / "langgraph"
+    if not exe.exists():
+        found = shutil.which("langgraph")
+        if not found:
+            raise ServerError("langgraph-cli is not installed: pip install 'langgraph-cli[inmem]'")
+        exe = Path(found)
+    return exe
+
+
+def repo_config() -> dict[str, Any]:
+    """The repository's ``langgraph.json``, its relative dependencies made absolute."""
+    config = json.loads((REPO / "langgraph.json").read_text())
+    config["dependencies"] = [
+        str((REPO / d).resolve()) if d.startswith(".") else d for d in config["dependencies"]
+    ]
+    return config
+
+
+def dev_command(port: int, config: Path, jobs: int = 10) -> list[str]:
+    """The ``langgraph dev`` command line: loopback, no browser, no reloader.
+
+    ``--allow-blocking``: compiled tools and the invocation log do short synchronous file and
+    SQLite I/O, which the dev server would otherwise turn into errors.
+    """
+    return [
+        str(langgraph_bin()), "dev", "--host", "127.0.0.1", "--port", str(port),
+        "--no-browser", "--no-reload", "--allow-blocking",
+        "--n-jobs-per-worker", str(jobs), "--config", str(config),
+    ]  # fmt: skip
+
+
+class LangGraphDev:
+    """A ``langgraph dev`` process serving ``config`` (default: the repository's graphs).
+
+    ``jobs`` is how many runs the server executes at once (``langgraph dev`` defaults to 1).
+    """
+
+    def __init__(
+        self,
+        config: dict[str, Any] | None = None,
+        *,
+        workdir: Path | None = None,
+        jobs: int = 10,
+        env: dict[str, str] | None = None,
+        timeout: float = 120.0,
+    ):
+        self.config = config or repo_config()
+        self.workdir = workdir
+        self.jobs = jobs
+        self.env = env or {}
+        self.timeout = timeout
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self._tmp: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.workdir) / "server.log"
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def start(self) -> LangGraphDev:
+        if self.workdir is None:
+            self._tmp = tempfile.mkdtemp(prefix="sopgraph-langgraph-")
+            self.workdir = Path(self._tmp)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config_path = self.workdir / "langgraph.json"
+        config_path.write_text(json.dumps(self.config, indent=2))
+        self.port = free_port()
+        env = {**os.environ, **OFFLINE_ENV, **self.env}
+        with open(self.log_path, "wb") as log:
+            # A session of its own, so stop() reaches every process the CLI starts.
+            self.proc = subprocess.Popen(
+                dev_command(self.port, config_path, self.jobs),
+                cwd=self.workdir,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.stop()
+                raise ServerError(
+                    f"langgraph dev exited ({self.proc.returncode}):\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(f"{self.url}/ok", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        tail = self.log_tail()
+        self.stop()
+        raise ServerError(f"langgraph dev not ready after {self.timeout:.0f}s:\n{tail}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGTERM)
+                    self.proc.wait(timeout=15)
+                except (subprocess.TimeoutExpired, ProcessLookupError):
+                    pass
+            try:  # whatever is left of its group, such as MCP servers the graphs started
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def __enter__(self) -> LangGraphDev:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

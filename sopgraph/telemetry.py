@@ -1,0 +1,354 @@
+"""OpenTelemetry traces of SOP traversals, named after the GenAI and MCP semantic conventions.
+
+One trace per run invocation: ``invoke_workflow <sop id>`` at the root, one span per SOP node
+(``execute_tool <tool>`` when a compiled tool decided it, else ``sopgraph.node <id>``, or
+``sopgraph.action <id>`` for an action that calls no tool), ``invoke_agent``/``chat`` spans
+for sub-agents and model calls under their node, and ``tools/call <tool>`` for MCP calls.
+A traversal paused by an interrupt (or killed) and resumed later is several invocations, so
+several traces; they share ``gen_ai.conversation.id`` (the thread id) and each resumed root
+links to the root of the invocation before it.
+
+Tracing is off until ``setup_tracing`` runs; until then every helper returns a non-recording
+span without touching the context, so an untraced run pays a function call per span.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from opentelemetry import propagate, trace
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+
+from sopgraph.trace_tree import TreeExporter
+
+TRACE_MODES: tuple[str, ...] = ("console", "otlp")
+_MAX_ATTR = 2000  # observed values can be whole query results; keep spans small
+
+_NOOP_TRACER = trace.NoOpTracer()
+_provider: TracerProvider | None = None
+_tracer: trace.Tracer | None = None
+
+
+class TelemetryError(ValueError):
+    """A tracing setting that cannot work; ``str`` is one line saying how to fix it."""
+
+
+class _ActiveTracer(trace.Tracer):
+    """The tracer of the provider ``setup_tracing`` installed; a no-op tracer before that.
+
+    sopgraph does not take over the global provider, so tests (and an embedding application)
+    can install and shut down several providers in one process.
+    """
+
+    def start_span(self, *args: Any, **kwargs: Any) -> Span:
+        return (_tracer or _NOOP_TRACER).start_span(*args, **kwargs)
+
+    def start_as_current_span(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+        return (_tracer or _NOOP_TRACER).start_as_current_span(*args, **kwargs)
+
+
+tracer: trace.Tracer = _ActiveTracer()
+
+
+def enabled() -> bool:
+    return _tracer is not None
+
+
+# --- setup ---------------------------------------------------------------------------------
+
+
+def setup_tracing(
+    mode: str | None = None,
+    *,
+    exporter: SpanExporter | None = None,
+    stream: TextIO | None = None,
+) -> TracerProvider | None:
+    """Turn tracing on: ``console`` prints a tree per trace, ``otlp`` exports over OTLP/HTTP.
+
+    ``mode=None`` falls back to ``OTEL_TRACES_EXPORTER``; unset means off (not the SDK's
+    ``otlp`` default: a plain run should not post to a collector nobody started). The OTLP
+    exporter reads ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT``/``HEADERS``/``TIMEOUT`` itself;
+    ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` name the service (default
+    ``sopgraph``). ``stream`` is where the console tree goes (stderr by default, so ``--json``
+    stays parseable). ``exporter`` adds any exporter (tests pass an in-memory one).
+
+    Example:
+        >>> setup_tracing("console")
+        >>> ...  # runs
+        >>> shutdown_tracing()
+    """
+    global _provider, _tracer
+    if mode is None and os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+        return None
+    if mode is None:
+        mode = os.environ.get("OTEL_TRACES_EXPORTER", "").split(",")[0].strip() or None
+        mode = None if mode == "none" else mode
+    if mode is not None and mode not in TRACE_MODES:
+        raise TelemetryError(
+            f"unknown trace exporter {mode!r}; use one of: {', '.join(TRACE_MODES)}"
+        )
+    if mode is None and exporter is None:
+        return None
+    shutdown_tracing()
+    resource = Resource.create()
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: "sopgraph"}))
+    provider = TracerProvider(resource=resource)
+    if mode == "otlp":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    elif mode == "console":
+        provider.add_span_processor(SimpleSpanProcessor(TreeExporter(stream)))
+    if exporter is not None:
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _provider, _tracer = provider, provider.get_tracer("sopgraph")
+    return provider
+
+
+def shutdown_tracing() -> None:
+    """Flush and stop the provider ``setup_tracing`` installed (pending OTLP batches are sent)."""
+    global _provider, _tracer
+    provider, _provider, _tracer = _provider, None, None
+    if provider is not None:
+        provider.shutdown()
+
+
+# --- attribute values ----------------------------------------------------------------------
+
+
+def attr_value(value: Any) -> str | bool | int | float | None:
+    """A span attribute for any JSON value: scalars as they are, the rest as a JSON string."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= _MAX_ATTR else text[:_MAX_ATTR] + "…"
+
+
+def _set(span: Span, attrs: dict[str, Any]) -> None:
+    for key, value in attrs.items():
+        value = attr_value(value)
+        if value is not None:
+            span.set_attribute(key, value)
+
+
+def _error(span: Span, exc: BaseException) -> None:
+    span.record_exception(exc)
+    if "error.type" not in (getattr(span, "attributes", None) or {}):
+        span.set_attribute("error.type", type(exc).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:500]))
+
+
+@contextmanager
+def _span(name: str, kind: SpanKind, attrs: dict[str, Any], links: Sequence[Link] = ()):
+    """Start ``name`` as the current span; an exception marks it as an error and propagates.
+
+    LangGraph's interrupts are exceptions (``GraphBubbleUp``) that are not failures: the span
+    ends with ``sopgraph.interrupted`` instead of an error status.
+    """
+    if _tracer is None:
+        yield trace.INVALID_SPAN
+        return
+    with _tracer.start_as_current_span(
+        name, kind=kind, links=links, record_exception=False, set_status_on_exception=False
+    ) as span:
+        _set(span, attrs)
+        try:
+            yield span
+        except BaseException as exc:
+            from langgraph.errors import GraphBubbleUp
+
+            if isinstance(exc, GraphBubbleUp):
+                span.set_attribute("sopgraph.interrupted", True)
+            else:
+                _error(span, exc)
+            raise
+
+
+# --- one helper per span kind --------------------------------------------------------------
+
+
+def workflow_span(sop_id: str, thread_id: str, invocation: str, previous: str | None = None) -> Any:
+    """The root of one run invocation (``invocation``: start, continue, resume).
+
+    ``previous`` is the W3C traceparent of the invocation before it on the same thread.
+    """
+    links: list[Link] = []
+    if previous and _tracer is not None:
+        ctx = propagate.extract({"traceparent": previous})
+        parent = trace.get_current_span(ctx).get_span_context()
+        if parent.is_valid:
+            links.append(Link(parent, {"sopgraph.link": "previous_invocation"}))
+    return _span(
+        f"invoke_workflow {sop_id}",
+        SpanKind.INTERNAL,
+        {
+            "gen_ai.operation.name": "invoke_workflow",
+            "gen_ai.workflow.name": sop_id,
+            "gen_ai.conversation.id": thread_id,
+            "sopgraph.invocation": invocation,
+        },
+        links,
+    )
+
+
+def record_run(span: Span, status: str, inp: dict[str, Any], path: Sequence[str]) -> None:
+    """What the invocation ended with: the run status, input type, nodes executed so far."""
+    if not span.is_recording():
+        return
+    _set(
+        span,
+        {
+            "sopgraph.run.status": status,
+            "sopgraph.input.type": inp.get("type"),
+            "sopgraph.site": inp.get("site"),
+            "sopgraph.path.length": len(path),
+        },
+    )
+
+
+def current_traceparent() -> str | None:
+    """The W3C traceparent of the current span (stored so that a later resume can link to it)."""
+    if _tracer is None:
+        return None
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier.get("traceparent")
+
+
+def node_span(node_id: str, kind: str) -> Any:
+    """The span of one SOP node, renamed ``execute_tool <tool>`` when a compiled tool decides it."""
+    prefix = "sopgraph.action" if kind == "action" else "sopgraph.node"
+    return _span(
+        f"{prefix} {node_id}",
+        SpanKind.INTERNAL,
+        {"sopgraph.node.id": node_id, "sopgraph.node.kind": kind},
+    )
+
+
+def record_outcome(span: Span, tool_name: str, outcome: Any) -> None:
+    """A decision node's outcome (``nodes.executor.Outcome``): executor, version, verdict."""
+    if not span.is_recording():
+        return
+    if outcome.executor == "tool":
+        span.update_name(f"execute_tool {tool_name}")
+        _set(
+            span,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool_name,
+                "gen_ai.tool.type": "function",
+            },
+        )
+    _set(
+        span, {"sopgraph.executor": outcome.executor, "sopgraph.tool.version": outcome.tool_version}
+    )
+    verdict = outcome.verdict
+    if verdict is None:
+        span.set_status(Status(StatusCode.ERROR, (outcome.error or "unresolved")[:500]))
+        _set(span, {"error.type": "unresolved", "sopgraph.verdict": "unresolved"})
+        return
+    _set(
+        span,
+        {
+            "sopgraph.verdict": verdict.value,
+            "sopgraph.observed": verdict.observed,
+            "sopgraph.threshold": verdict.threshold,
+        },
+    )
+
+
+def record_action(span: Span, tool_name: str, record: dict[str, Any], outcome: Any) -> None:
+    """An action node's record: approval, status, and the API call when it made one."""
+    if not span.is_recording():
+        return
+    if outcome is not None:
+        record_outcome(span, tool_name, outcome)
+    _set(
+        span,
+        {
+            "sopgraph.action.status": record.get("status"),
+            "sopgraph.action.approved": record.get("approved"),
+            "sopgraph.action.by": record.get("by"),
+            "sopgraph.action.cost": record.get("cost"),
+        },
+    )
+
+
+def mcp_span(server: str, tool: str, transport: str = "pipe") -> Any:
+    """A client-side MCP ``tools/call`` (``transport``: ``pipe`` for stdio, ``tcp`` for HTTP)."""
+    return _span(
+        f"tools/call {tool}",
+        SpanKind.CLIENT,
+        {
+            "mcp.method.name": "tools/call",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "network.transport": transport,
+            "sopgraph.mcp.server": server,
+        },
+    )
+
+
+def mcp_meta() -> dict[str, Any] | None:
+    """The trace context for a request's ``params._meta`` (``traceparent``), or None when off."""
+    if _tracer is None:
+        return None
+    carrier: dict[str, Any] = {}
+    propagate.inject(carrier)
+    return carrier or None
+
+
+def agent_span(name: str, node_id: str | None = None, description: str | None = None) -> Any:
+    """An ``invoke_agent <name>`` span around a sub-agent (e.g. the CodeAct executor)."""
+    return _span(
+        f"invoke_agent {name}",
+        SpanKind.INTERNAL,
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": name,
+            "gen_ai.agent.description": description,
+            "sopgraph.node.id": node_id,
+        },
+    )
+
+
+def chat_span(model: str, provider: str | None = None) -> Any:
+    """A ``chat <model>`` span around one model call; add usage with ``record_usage``."""
+    return _span(
+        f"chat {model}",
+        SpanKind.CLIENT,
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+            "gen_ai.provider.name": provider,
+        },
+    )
+
+
+def record_usage(
+    span: Span,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    model: str | None = None,
+    provider: str | None = None,
+) -> None:
+    """Token usage of a chat call, or the totals of an agent run, on ``span``."""
+    if not span.is_recording():
+        return
+    _set(
+        span,
+        {
+            "gen_ai.usage.input_tokens": input_tokens,
+            "gen_ai.usage.output_tokens": output_tokens,
+            "gen_ai.request.model": model,
+            "gen_ai.provider.name": provider,
+        },
+    )

@@ -1,0 +1,147 @@
+"""The real LangGraph server (``langgraph dev``) serving ``langgraph.json``, driven by langgraph-sdk.
+
+A gated action pauses the run as an interrupt the server reports; resuming it with approve
+and with reject sends the run down the action's ``true`` and ``false`` edges.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.schema import Command
+from sop_factory import make_sop
+
+from graphs.loader import load_sop
+from graphs.studio import resolve_sop
+from sopgraph.langgraph_dev import REPO, LangGraphDev
+
+pytestmark = pytest.mark.slow
+
+ECHO_SERVER = Path(__file__).resolve().parents[1] / "servers" / "echo_metrics.py"
+GATED = {
+    "id": "studio_gated",
+    "title": "Idle station, gated standby",
+    "params": {"idle_pct_threshold": 25},
+    "entry": {"station_idle": ["obs_idle"]},
+    "nodes": {
+        "obs_idle": {
+            "kind": "observation",
+            "text": "The station was idle more than {idle_pct_threshold}% of 15 minutes.",
+            "next": {"true": ["act_standby"], "false": []},
+        },
+        "act_standby": {
+            "kind": "action",
+            "text": "Put the robot in standby.",
+            "cost": "high",
+            "approval": "required",
+            "next": {"true": ["act_notify_dock"], "false": ["act_page_engineer"]},
+        },
+        "act_notify_dock": {"kind": "action", "text": "Tell the dock lead."},
+        "act_page_engineer": {"kind": "action", "text": "Page the robotics engineer."},
+    },
+}
+# The verdict comes from an MCP server, so the run also opens the lazy MCP pool in the server.
+IDLE_TOOL = """
+r = await ctx.mcp.call("metrics", "execute_range_query",
+                       {"metric": "robotics.station_idle_pct", "site": ctx.input["site"]})
+limit = ctx.params["idle_pct_threshold"]
+return Verdict(value=r["value"] > limit, observed=r["value"], threshold=limit)
+"""
+
+
+@dataclass
+class Target:
+    """Which graph to run: a graph id of ``langgraph.json``, its SOP, an input reaching a gate."""
+
+    graph: str
+    sop: str
+    input: dict[str, Any]
+
+
+def gated_target(root: Path) -> Target:
+    sop = make_sop(root / "studio_gated", GATED, {"obs_idle": IDLE_TOOL})
+    servers = {"metrics": {"command": "python", "args": [str(ECHO_SERVER)]}}
+    (sop / "mcp.yaml").write_text(json.dumps({"servers": servers}))
+    return Target("sop", str(sop), {"type": "station_idle", "site": "BFI4"})
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("langgraph")
+    in_repo = (REPO / ".langgraph_api").exists()
+    with LangGraphDev(workdir=work, env={"SOPGRAPH_HOME": str(work / "home")}) as srv:
+        yield srv, work
+    # the server keeps its state where it runs, never in the repository
+    assert (REPO / ".langgraph_api").exists() == in_repo
+
+
+@pytest.fixture(scope="module")
+def target(server) -> Target:
+    # Switch to the alarm-triage SOP once its tools exist by returning instead:
+    # Target("fc_alarm_triage", "fc_alarm_triage", <an alarm whose triage reaches a gated action>)
+    return gated_target(server[1])
+
+
+def _nodes(state: dict[str, Any]) -> list[str]:
+    return [s["node"] for s in state.get("trail") or []]
+
+
+async def _start(client, target: Target) -> tuple[str, str, str]:
+    """Run ``target`` on a new thread up to its first gated action; return the ids and the node."""
+    assistant = await client.assistants.create(
+        graph_id=target.graph, config={"configurable": {"sop": target.sop}}
+    )
+    thread = await client.threads.create()
+    values = await client.runs.wait(
+        thread["thread_id"], assistant["assistant_id"], input={"input": target.input}
+    )
+    assert values.get("__interrupt__"), f"the run did not reach a gated action: {values}"
+    state = await client.threads.get_state(thread["thread_id"])
+    (pending,) = state["interrupts"]
+    gated = pending["value"]["node"]
+    assert state["next"] == [gated]
+    assert pending["value"]["ask"] == "approve or reject"
+    assert gated not in _nodes(state["values"]), "a paused action is not in the trail yet"
+    return assistant["assistant_id"], thread["thread_id"], gated
+
+
+async def test_graphs_of_langgraph_json_are_served(server):
+    srv, _ = server
+    client = get_client(url=srv.url)
+    served = {a["graph_id"] for a in await client.assistants.search(limit=100)}
+    assert served >= set(json.loads((REPO / "langgraph.json").read_text())["graphs"])
+    drawing = await client.assistants.get_graph("service_interruption")
+    ids = {n["id"] for n in drawing["nodes"]}
+    sop = load_sop(resolve_sop("service_interruption"))
+    assert set(sop.nodes) <= ids
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+async def test_gated_action_interrupts_and_resumes(server, target, decision):
+    srv, _ = server
+    client = get_client(url=srv.url)
+    sop = load_sop(resolve_sop(target.sop))
+    assistant, thread, gated = await _start(client, target)
+    before = _nodes((await client.threads.get_state(thread))["values"])
+
+    values = await client.runs.wait(thread, assistant, command=Command(resume=decision))
+
+    state = await client.threads.get_state(thread)
+    path = _nodes(state["values"])
+    assert path[: len(before)] == before and path[len(before)] == gated
+    (step,) = [s for s in state["values"]["trail"] if s["node"] == gated]
+    edge = sop.nodes[gated].next.true if decision == "approve" else sop.nodes[gated].next.false
+    assert step["fired"] == list(edge) and step["approval"] == "human"
+    # the children of the chosen edge ran (or, gated themselves, wait for a decision)
+    waiting = {i["value"]["node"] for i in state["interrupts"]}
+    assert set(edge) <= set(path[len(before) + 1 :]) | waiting
+    other = sop.nodes[gated].next.false if decision == "approve" else sop.nodes[gated].next.true
+    assert not set(other) & (set(path) - set(edge))
+    (action,) = [a for a in values["actions"] if a["node"] == gated]
+    assert action["approved"] is (decision == "approve")
+    assert action["status"] == ("executed" if decision == "approve" else "rejected")

@@ -1,0 +1,218 @@
+"""SOP validation: every bad SOP gives one precise error line, good SOPs load, nothing raises."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from graphs.loader import SopError, load_sop, load_sop_text, parse_yaml
+from graphs.validate import Edge, _cycles, find_warnings
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+BAD = sorted((DATA / "bad_sops").glob("*.yaml"))
+GOOD = sorted((DATA / "good_sops").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _expectation(path: Path) -> tuple[int, str, str]:
+    first = path.read_text().splitlines()[0]
+    m = re.fullmatch(r"# expect: (\d+) (\S+) (.+)", first)
+    assert m, f"{path.name}: first line must be '# expect: <line> <node> <message part>'"
+    return int(m[1]), m[2], m[3]
+
+
+def _problems(text: str) -> list[str]:
+    try:
+        load_sop_text(text, "t.yaml")
+    except SopError as exc:
+        return [str(p) for p in exc.problems]
+    return []
+
+
+def test_corpus_has_one_file_per_kind_of_mistake():
+    names = {p.stem for p in BAD}
+    issue_list = {
+        "yaml_syntax", "unknown_child", "duplicate_id", "unknown_kind", "unreachable",
+        "action_dead_children", "loop_no_exit", "loop_no_bound", "undefined_param",
+        "entry_is_action", "empty",
+    }  # fmt: skip
+    assert issue_list <= names
+    assert len(BAD) >= 18
+    assert len(GOOD) >= 3
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
+def test_bad_sop_gives_exactly_one_error(path: Path):
+    line, node, part = _expectation(path)
+    with pytest.raises(SopError) as info:
+        load_sop(path)
+    problems = [str(p) for p in info.value.problems]
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"error: {path}:{line}: {node}: "), problems[0]
+    assert part in problems[0]
+    assert "\n" not in problems[0]
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: p.stem)
+def test_good_sop_loads_without_warnings(path: Path):
+    sop = load_sop(path)
+    _, lines = parse_yaml(path.read_text(), str(path))
+    assert sop.nodes
+    assert find_warnings(sop, lines, str(path)) == []
+
+
+def test_true_and_false_keys_are_edges_not_booleans():
+    sop = load_sop(DATA / "good_sops" / "loop_bounded.yaml")
+    assert sop.nodes["obs_heartbeat"].next.true == ["act_restart"]
+    assert sop.nodes["obs_heartbeat"].next.false == ["act_close"]
+    assert sop.nodes["act_escalate"].next.false == ["act_close"]
+
+
+@pytest.mark.parametrize("path", GOOD + BAD, ids=lambda p: p.stem)
+def test_no_edit_of_a_file_raises_anything_but_sop_error(path: Path):
+    """Cut the file short at every line and drop every single line: a user mistake each time."""
+    rows = path.read_text().splitlines(keepends=True)
+    variants = ["".join(rows[:i]) for i in range(len(rows))]
+    variants += ["".join(rows[:i] + rows[i + 1 :]) for i in range(len(rows))]
+    for text in variants:
+        try:
+            load_sop_text(text, "t.yaml")
+        except SopError as exc:
+            assert exc.problems and all(str(p).startswith("error: t.yaml:") for p in exc.problems)
+
+
+SMALL = """\
+id: s
+params: {limit: 3}
+entry:
+  alarm: [obs_a]
+nodes:
+  obs_a:
+    kind: observation
+    text: Above {limit}.
+    next:
+      true: [act_b]
+  act_b:
+    kind: action
+"""
+
+
+def test_small_sop_is_valid():
+    assert _problems(SMALL) == []
+
+
+def test_every_problem_is_reported_in_file_order():
+    text = SMALL.replace("{limit}", "{limt}").replace("alarm: [obs_a]", "alarm: [obs_a, act_b]")
+    text += "    next:\n      no_data: [act_c]\n  act_c:\n    kind: action\n"
+    problems = _problems(text)
+    lines = [int(p.split(":")[2]) for p in problems]
+    assert len(problems) == 3, problems
+    assert lines == sorted(lines) == [4, 8, 14]
+    assert "starts at an action" in problems[0]
+    assert "did you mean 'limit'?" in problems[1]
+    assert "'no_data' never run" in problems[2]
+
+
+def test_a_typo_with_no_close_id_does_not_make_everything_unreachable():
+    problems = _problems(SMALL.replace("alarm: [obs_a]", "alarm: [first_check]"))
+    assert len(problems) == 1 and "unknown node 'first_check'" in problems[0]
+
+
+def test_a_detached_cycle_is_reported_once():
+    text = SMALL + (
+        "  obs_x:\n    kind: observation\n    max_visits: 2\n    next: {true: [obs_y]}\n"
+        "  obs_y:\n    kind: observation\n    next: {true: [obs_x]}\n"
+    )
+    problems = _problems(text)
+    assert len(problems) == 1
+    assert ":13: obs_x: not reachable from any entry (1 more node hangs off it)" in problems[0]
+
+
+def test_a_loop_may_end_on_a_verdict_with_no_children():
+    text = SMALL.replace("      true: [act_b]", "      false: [act_b]").replace(
+        "    text: Above", "    max_visits: 2\n    text: Above"
+    )
+    text += "    next:\n      true: [obs_a]\n"
+    assert _problems(text) == []
+
+
+def test_every_cycle_needs_a_bound_not_just_the_strongly_connected_part():
+    text = SMALL.replace("      true: [act_b]", "      true: [act_b]\n      false: [act_c]")
+    text += (
+        "    max_visits: 2\n    next:\n      true: [obs_a]\n"
+        "  act_c:\n    kind: action\n    next:\n      true: [obs_a]\n"
+    )
+    problems = _problems(text)
+    assert len(problems) == 1, problems
+    assert "act_c: next.true jumps back to 'obs_a': the loop obs_a → act_c → obs_a" in problems[0]
+
+
+def test_warnings_flag_unused_params_dead_end_observations_and_idle_bounds():
+    text = SMALL.replace("{limit: 3}", "{limit: 3, spare: 1}")
+    text += (
+        "    max_visits: 4\n    next:\n      true: [obs_leaf]\n  obs_leaf:\n    kind: observation\n"
+    )
+    sop = load_sop_text(text, "t.yaml")
+    _, lines = parse_yaml(text, "t.yaml")
+    found = [str(w) for w in find_warnings(sop, lines, "t.yaml")]
+    assert found[0].startswith("warning: t.yaml:2: -: parameter 'spare' appears in no node text")
+    assert found[1].startswith("warning: t.yaml:13: act_b: 'max_visits' has no effect")
+    assert found[2].startswith("warning: t.yaml:16: obs_leaf: this observation leads nowhere")
+    assert len(found) == 3
+
+
+@pytest.mark.slow
+def test_cli_bad_sops():
+    """``sopgraph validate`` prints the one error line, exits 2 and shows no traceback."""
+
+    def run(path: Path) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "sopgraph", "validate", str(path)]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = dict(zip(BAD + GOOD, pool.map(run, BAD + GOOD), strict=True))
+    for path, done in results.items():
+        if path in GOOD:
+            assert done.returncode == 0, (path.name, done.stderr)
+            continue
+        line, node, part = _expectation(path)
+        errors = [row for row in done.stderr.splitlines() if row.startswith("error:")]
+        assert done.returncode == 2, (path.name, done.stderr)
+        assert "Traceback" not in done.stderr, (path.name, done.stderr)
+        assert len(errors) == 1, (path.name, done.stderr)
+        assert errors[0].startswith(f"error: {path}:{line}: {node}: ") and part in errors[0]
+
+
+def test_cycle_finder_matches_brute_force_on_random_graphs():
+    rng = random.Random(7)
+    for _ in range(500):
+        ids = [f"n{i}" for i in range(rng.randint(1, 8))]
+        graph = {
+            n: [Edge(n, rng.choice(ids), "x", ()) for _ in range(rng.randint(0, 3))] for n in ids
+        }
+        nodes = rng.sample(ids, rng.randint(1, len(ids)))
+        reach = {n: _reachable(graph, n, set(nodes)) for n in nodes}
+        expected = {
+            frozenset(m for m in nodes if m in reach[n] and n in reach[m])
+            for n in nodes
+            if n in reach[n]
+        }
+        assert {frozenset(c) for c in _cycles(graph, nodes)} == expected
+
+
+def _reachable(graph: dict[str, list[Edge]], start: str, allowed: set[str]) -> set[str]:
+    """Nodes reachable from ``start`` in one or more steps."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for e in graph[stack.pop()]:
+            if e.target in allowed and e.target not in seen:
+                seen.add(e.target)
+                stack.append(e.target)
+    return seen

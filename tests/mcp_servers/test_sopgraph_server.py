@@ -1,0 +1,365 @@
+"""`sopgraph mcp serve` driven by real MCP clients: the official Python client over stdio and
+streamable HTTP, and the MCP Inspector's CLI (a third-party client, from the npm registry)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from sop_factory import make_sop
+
+from graphs.loader import load_sop
+
+REPO = Path(__file__).resolve().parents[2]
+SERVICE = "service_interruption_handling"
+SERVICE_DIR = REPO / "examples" / "service_interruption"
+INSPECTOR_VERSION = "2.12.0"
+INSPECTOR_DIR = Path.home() / ".cache" / "sopgraph" / "inspector"
+
+GATED = {
+    "id": "gated_demo",
+    "title": "Gated demo",
+    "entry": {"alarm": ["check"]},
+    "nodes": {
+        "check": {
+            "kind": "observation",
+            "text": "The robot is faulted.",
+            "next": {"true": ["act_restart"]},
+        },
+        "act_restart": {
+            "kind": "action",
+            "text": "Restart the robot.",
+            "cost": "high",
+            "approval": "required",
+            "next": {"true": ["act_confirm"], "false": ["act_notify"]},
+        },
+        "act_confirm": {"kind": "action", "text": "Confirm the robot is back."},
+        "act_notify": {"kind": "action", "text": "Notify the shift lead."},
+    },
+}
+GATED_TOOLS = {"check": 'return Verdict(value=ctx.input["robot"] == "r1")'}
+TOOLS = {"list_sops", "describe_sop", "run_sop", "get_run", "resume_run"}
+
+
+@pytest.fixture
+def server_env(tmp_path) -> dict[str, str]:
+    sops = tmp_path / "sops"
+    make_sop(sops / "gated_demo", GATED, GATED_TOOLS)
+    home = tmp_path / "home"
+    home.mkdir()
+    return {**os.environ, "SOPGRAPH_HOME": str(home), "SOPGRAPH_SOPS": str(sops)}
+
+
+def _stdio(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "sopgraph", "mcp", "serve"], env=env, cwd=str(REPO)
+    )
+
+
+@asynccontextmanager
+async def stdio_session(env: dict[str, str]):
+    async with stdio_client(_stdio(env)) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        yield s
+
+
+def _call_json(result) -> dict:
+    assert not result.isError, result.content
+    return result.structuredContent
+
+
+async def _error(session: ClientSession, tool: str, args: dict) -> str:
+    result = await session.call_tool(tool, args)
+    assert result.isError, result
+    (text,) = [c.text for c in result.content]
+    assert "\n" not in text and "Traceback" not in text, text
+    return text
+
+
+async def _catalog_checks(session: ClientSession) -> None:
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == TOOLS
+    for name in ("list_sops", "describe_sop", "get_run"):
+        assert tools[name].annotations.readOnlyHint is True, name
+    assert tools["run_sop"].annotations.readOnlyHint is False
+    assert all(len(t.description) > 80 for t in tools.values())
+    assert tools["run_sop"].inputSchema["properties"]["approval"]["enum"] == [
+        "ask",
+        "approve",
+        "reject",
+    ]
+
+    sops = {s["id"]: s for s in _call_json(await session.call_tool("list_sops", {}))["result"]}
+    assert sops["gated_demo"]["gated_actions"] == 1 and sops["gated_demo"]["action_nodes"] == 3
+    assert sops[SERVICE]["entry_types"] == ["default"]
+
+    info = _call_json(await session.call_tool("describe_sop", {"sop_id": "gated_demo"}))
+    assert info["gated_actions"] == ["act_restart"]
+    assert info["entries"] == [
+        {
+            "type": "alarm",
+            "entry_nodes": ["check"],
+            "required_fields": ["robot"],
+            "optional_fields": ["site", "timestamp"],
+            "example_input": {"robot": "<robot>"},
+        }
+    ]
+    service = _call_json(await session.call_tool("describe_sop", {"sop_id": SERVICE}))
+    assert service["entries"][0]["required_fields"] == ["case_id"]
+
+    uris = {str(r.uri) for r in (await session.list_resources()).resources}
+    assert {f"sop://{SERVICE}/text", f"sop://{SERVICE}/mermaid", "sop://gated_demo/text"} <= uris
+    templates = {t.uriTemplate for t in (await session.list_resource_templates()).resourceTemplates}
+    assert templates == {"sop://{sop_id}/text", "sop://{sop_id}/mermaid"}
+    text = await session.read_resource(f"sop://{SERVICE}/text")
+    assert text.contents[0].text == (SERVICE_DIR / "sop.yaml").read_text()
+    from graphs.drawing import to_mermaid
+
+    mermaid = await session.read_resource(f"sop://{SERVICE}/mermaid")
+    assert mermaid.contents[0].text == to_mermaid(load_sop(SERVICE_DIR))
+
+
+async def _run_checks(session: ClientSession) -> str:
+    """Runs, fetches and resumes; returns the id of a run left interrupted."""
+    progress: list[tuple[float, str]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, message))
+
+    result = await session.call_tool(
+        "run_sop",
+        {"sop_id": SERVICE, "input": {"case_id": "leaf_03"}},
+        progress_callback=on_progress,
+    )
+    run = _call_json(result)
+    assert run["status"] == "done" and run["run_id"].startswith(f"{SERVICE}:")
+    assert run["path"] == [
+        "service_interruption_handle",
+        "authenticate_customer",
+        "verify_customer_account",
+        "check_area_outages",
+        "check_outage_resolution_time",
+        "apologize_inconvenience_assure_customer_company",
+    ]
+    # One notification per executed node, in order, naming the node.
+    assert [d for d, _ in progress] == list(range(1, len(run["path"]) + 1))
+    assert [m.split(":")[0] for _, m in progress] == run["path"]
+
+    fetched = _call_json(
+        await session.call_tool("get_run", {"run_id": run["run_id"], "include_trail": True})
+    )
+    assert fetched["path"] == run["path"] and fetched["status"] == "done"
+    assert [s["node"] for s in fetched["trail"]] == run["path"]
+
+    for decision, tail in (("approve", "act_confirm"), ("reject", "act_notify")):
+        paused = _call_json(
+            await session.call_tool("run_sop", {"sop_id": "gated_demo", "input": {"robot": "r1"}})
+        )
+        assert paused["status"] == "interrupted" and paused["path"] == ["check"]
+        assert [p["node"] for p in paused["pending"]] == ["act_restart"]
+        assert "resume_run" in paused["next_step"]
+        got = _call_json(await session.call_tool("get_run", {"run_id": paused["run_id"]}))
+        assert got["status"] == "interrupted"
+        done = _call_json(
+            await session.call_tool(
+                "resume_run", {"run_id": paused["run_id"], "decision": decision}
+            )
+        )
+        assert done["status"] == "done" and done["path"] == ["check", "act_restart", tail]
+        restart = next(a for a in done["actions"] if a["node"] == "act_restart")
+        assert restart["approved"] is (decision == "approve") and restart["by"] == "human"
+        assert "not waiting for a decision" in await _error(
+            session, "resume_run", {"run_id": paused["run_id"], "decision": "approve"}
+        )
+
+    policy = _call_json(
+        await session.call_tool(
+            "run_sop", {"sop_id": "gated_demo", "input": {"robot": "r1"}, "approval": "approve"}
+        )
+    )
+    assert policy["status"] == "done" and policy["path"][-1] == "act_confirm"
+
+    assert "unknown SOP id 'nope'" in await _error(
+        session, "run_sop", {"sop_id": "nope", "input": {}}
+    )
+    assert "unknown input type 'x'" in await _error(
+        session, "run_sop", {"sop_id": "gated_demo", "input": {"type": "x"}}
+    )
+    assert "no run 'gated_demo:missing'" in await _error(
+        session, "get_run", {"run_id": "gated_demo:missing"}
+    )
+    assert "<sop_id>:<thread_id>" in await _error(session, "get_run", {"run_id": "plain"})
+    assert "argument 'input': Input should be a valid dictionary" in await _error(
+        session, "run_sop", {"sop_id": "gated_demo", "input": "not an object"}
+    )
+
+    left = _call_json(
+        await session.call_tool(
+            "run_sop", {"sop_id": "gated_demo", "input": {"robot": "r1"}, "thread_id": "later"}
+        )
+    )
+    assert left["run_id"] == "gated_demo:later" and left["status"] == "interrupted"
+    return left["run_id"]
+
+
+async def test_stdio_official_client(server_env):
+    async with stdio_session(server_env) as session:
+        await _catalog_checks(session)
+        paused = await _run_checks(session)
+    # A new server process resumes the run the first one left paused: checkpoints are durable.
+    async with stdio_session(server_env) as session:
+        done = _call_json(
+            await session.call_tool("resume_run", {"run_id": paused, "decision": "approve"})
+        )
+        assert done["status"] == "done" and done["path"] == ["check", "act_restart", "act_confirm"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(server_env):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sopgraph",
+            "mcp",
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+        ],
+        env=server_env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 60
+    while True:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            assert time.time() < deadline, "the HTTP server never listened"
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+async def test_streamable_http_official_client(http_server):
+    async with (
+        streamable_http_client(http_server) as (read, write, _),
+        ClientSession(read, write) as s,
+    ):
+        await s.initialize()
+        await _catalog_checks(s)
+        paused = await _run_checks(s)
+    # A second client session of the same server sees the first one's runs.
+    async with (
+        streamable_http_client(http_server) as (read, write, _),
+        ClientSession(read, write) as s,
+    ):
+        await s.initialize()
+        assert (
+            _call_json(await s.call_tool("get_run", {"run_id": paused}))["status"] == "interrupted"
+        )
+        done = _call_json(await s.call_tool("resume_run", {"run_id": paused, "decision": "reject"}))
+        assert done["path"] == ["check", "act_restart", "act_notify"]
+
+
+@pytest.fixture(scope="session")
+def inspector() -> Path:
+    """The MCP Inspector from the npm registry, installed once into a cache outside the repo."""
+    if shutil.which("npx") is None:
+        pytest.fail("the MCP Inspector test needs Node.js (npm/npx): apt-get install nodejs npm")
+    launcher = (
+        INSPECTOR_DIR / "node_modules" / "@modelcontextprotocol" / "inspector" / "package.json"
+    )
+    if not launcher.exists() or json.loads(launcher.read_text())["version"] != INSPECTOR_VERSION:
+        INSPECTOR_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(INSPECTOR_DIR),
+                "--no-audit",
+                "--no-fund",
+                f"@modelcontextprotocol/inspector@{INSPECTOR_VERSION}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+    return INSPECTOR_DIR
+
+
+def _inspect(inspector: Path, env: dict[str, str], *method: str) -> dict:
+    # The Inspector starts the server with a minimal environment: pass ours explicitly.
+    passed = [a for k in ("SOPGRAPH_HOME", "SOPGRAPH_SOPS") for a in ("-e", f"{k}={env[k]}")]
+    proc = subprocess.run(
+        [
+            "npx",
+            "--prefix",
+            str(inspector),
+            "mcp-inspector",
+            "--cli",
+            *passed,
+            sys.executable,
+            "-m",
+            "sopgraph",
+            "mcp",
+            "serve",
+            *method,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.slow  # three server starts under Node: about 30 s
+def test_mcp_inspector_cli(inspector, server_env):
+    listed = _inspect(inspector, server_env, "--method", "tools/list")
+    assert {t["name"] for t in listed["tools"]} == TOOLS
+    called = _inspect(inspector, server_env, "--method", "tools/call", "--tool-name", "list_sops")
+    ids = {s["id"] for s in called["structuredContent"]["result"]}
+    assert {"gated_demo", SERVICE} <= ids
+    run = _inspect(
+        inspector,
+        server_env,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_sop",
+        "--tool-arg",
+        "sop_id=gated_demo",
+        "--tool-arg",
+        'input={"robot": "r2"}',
+    )
+    assert run["structuredContent"]["status"] == "done"
+    assert run["structuredContent"]["verdicts"]["check"]["value"] == "false"

@@ -1,0 +1,265 @@
+"""The CodeAct sub-agent driven by scripted models against real MCP servers (tests/servers)."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import dspy
+import pytest
+import pytest_asyncio
+from dspy.dsp.utils.settings import DEFAULT_CONFIG
+from dspy.utils import DummyLM
+from fake_chat import ScriptedChatModel
+from langchain_core.messages import AIMessage
+
+from graphs.model import Node
+from nodes.codeact import (
+    CodeActExecutor,
+    allowed_servers,
+    clean_traceback,
+    extract_code,
+    function_name,
+)
+from nodes.executor import ToolContext, Unavailable
+from nodes.mcp_client import McpPool, ServerConfig
+from prompts.verdict import VerdictExtractor
+from sopgraph.scripted_model import ScriptedAgentModel
+
+SERVER = Path(__file__).resolve().parents[1] / "servers" / "toy_metrics.py"
+QUERY = "```python\nr = robotics_execute_query(metric='station_idle_pct', site='FC1')\nprint(r['value'])\n```"
+shared_loop = pytest.mark.asyncio(loop_scope="module")  # the loop the module's pool lives in
+ANSWER_TRUE = "ANSWER: idle 31.2% is above 25%.\nVERDICT: true\nOBSERVED: 31.2\nTHRESHOLD: 25"
+
+
+@pytest.fixture(autouse=True)
+def _reset_dspy():
+    yield
+    dspy.settings.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pool():  # servers start once per module: a stdio server costs ~0.5 s (more under load)
+    servers = {
+        name: ServerConfig(command=sys.executable, args=[str(SERVER), "--name", name])
+        for name in ("robotics", "ops")
+    }
+    async with McpPool(servers) as p:
+        yield p
+
+
+def _node(data=("robotics.station_idle_pct",)) -> Node:
+    text = "The station was idle more than 25% of the last 15 minutes."
+    return Node(id="obs_idle", kind="observation", text=text, data=list(data))
+
+
+def _ctx(node: Node, pool) -> ToolContext:
+    return ToolContext(
+        node_id=node.id, text=node.text, params={"idle_pct_threshold": 25}, parents={},
+        input={"type": "station_idle", "site": "FC1", "timestamp": "2025-01-01T10:00:00Z"},
+        run_id="t1", mcp=pool, node=node,
+    )  # fmt: skip
+
+
+def _model(*replies: str) -> ScriptedChatModel:
+    return ScriptedChatModel(responses=[AIMessage(r) for r in replies])
+
+
+@shared_loop
+async def test_two_turn_answer_is_a_verdict_with_a_full_trace(pool):
+    model = _model(QUERY, ANSWER_TRUE)
+    outcome = await CodeActExecutor(model).decide(_node(), _ctx(_node(), pool))
+
+    assert outcome.executor == "codeact" and outcome.error is None
+    assert outcome.verdict.value == "true"
+    assert outcome.verdict.observed == 31.2 and outcome.verdict.threshold == 25
+    d = outcome.detail
+    assert d["turns"] == 2 and d["answer"].startswith("ANSWER:") and d["stop"] is None
+    assert d["code"][0]["ok"] and d["code"][0]["stdout"] == "31.2\n"
+    (call,) = d["mcp_calls"]
+    assert (call["server"], call["tool"], call["function"]) == (
+        "robotics",
+        "execute_query",
+        "robotics_execute_query",
+    )
+    assert (
+        call["args"] == {"metric": "station_idle_pct", "site": "FC1"}
+        and call["result"]["value"] == 31.2
+    )
+    assert d["extract"]["source"] == "preparse"  # VERDICT: line: no extra LM call
+    # the system prompt offers only the hinted server's tools, with their signatures
+    system = model.seen[0][0].content
+    assert "robotics_execute_query(metric: str, site: str, minutes: int = 15)" in system
+    assert "ops_execute_query" not in system and "Site: FC1" in system
+    # the second turn saw the output; tokens are the sum of both replies' usage
+    assert "Output:\n31.2" in model.seen[1][-1].content
+    words = [sum(len(str(m.content).split()) for m in seen) for seen in model.seen]
+    assert d["input_tokens"] == sum(words)
+    assert d["output_tokens"] == len(QUERY.split()) + len(ANSWER_TRUE.split())
+
+
+@shared_loop
+async def test_syntax_error_goes_back_to_the_model_which_fixes_it(pool):
+    model = _model(
+        "```python\nprint(robotics_execute_query(metric='station_idle_pct', site='FC1')\n```",
+        QUERY,
+        ANSWER_TRUE,
+    )
+    outcome = await CodeActExecutor(model).decide(_node(), _ctx(_node(), pool))
+
+    assert outcome.verdict.value == "true" and outcome.detail["turns"] == 3
+    first, second = outcome.detail["code"]
+    assert not first["ok"] and "SyntaxError" in first["error"] and second["ok"]
+    feedback = model.seen[1][-1].content
+    assert "SyntaxError" in feedback and 'File "<string>"' not in feedback  # runner frames hidden
+
+
+@shared_loop
+async def test_mcp_tool_error_is_handled_by_the_code(pool):
+    code = (
+        "```python\ntry:\n    robotics_broken_query(metric='station_idle_pct')\n"
+        "except Exception as exc:\n    print('failed:', exc)\n```"
+    )
+    model = _model(code, "ANSWER: the backend is down.\nVERDICT: no_data")
+    outcome = await CodeActExecutor(model).decide(_node(), _ctx(_node(), pool))
+
+    assert outcome.verdict.value == "no_data"
+    (call,) = outcome.detail["mcp_calls"]
+    assert "backend down" in call["error"] and call["result"] is None
+    assert "failed:" in outcome.detail["code"][0]["stdout"] and outcome.detail["code"][0]["ok"]
+
+
+@shared_loop
+async def test_uncaught_tool_error_reaches_the_model_as_an_error(pool):
+    code = "```python\nprint(robotics_broken_query(metric='x'))\n```"
+    model = _model(code, QUERY, ANSWER_TRUE)
+    outcome = await CodeActExecutor(model).decide(_node(), _ctx(_node(), pool))
+
+    assert outcome.verdict.value == "true"
+    assert not outcome.detail["code"][0]["ok"]
+    assert "ToolError" in model.seen[1][-1].content and "backend down" in model.seen[1][-1].content
+
+
+@shared_loop
+async def test_turn_budget_exhausted_is_unresolved_with_a_reason(pool):
+    model = _model(QUERY)  # writes code forever
+    outcome = await CodeActExecutor(model, max_turns=3).decide(_node(), _ctx(_node(), pool))
+
+    assert outcome.verdict is None
+    assert outcome.error == "codeact: turn budget of 3 model replies exhausted without an answer"
+    assert outcome.detail["turns"] == 3 and len(outcome.detail["code"]) == 2
+    assert "last reply" in model.seen[2][-1].content  # it was told to answer on its last turn
+    assert outcome.detail["input_tokens"] > 0  # a failure's tokens still count
+
+
+@shared_loop
+async def test_garbage_twice_is_unresolved(pool):
+    model = _model("I believe the station is fine.", "Yes.")
+    outcome = await CodeActExecutor(model).decide(_node(), _ctx(_node(), pool))
+
+    assert outcome.verdict is None and "neither code nor ANSWER" in outcome.error
+    assert outcome.detail["turns"] == 2 and outcome.detail["code"] == []
+    assert "neither a ```python code block" in model.seen[1][-1].content
+
+
+@shared_loop
+async def test_forbidden_tool_is_refused_and_never_reaches_the_server(pool):
+    code = "```python\nprint(call_tool('ops_execute_query', {'metric': 'fault_count', 'site': 'FC1'}))\n```"
+    model = _model(code, "ANSWER: I could not read it.\nVERDICT: no_data")
+    before = pool.calls
+    outcome = await CodeActExecutor(model).decide(_node(), _ctx(_node(), pool))
+
+    (call,) = outcome.detail["mcp_calls"]
+    assert call["function"] == "ops_execute_query" and call["server"] is None
+    assert call["error"].startswith("tool not allowed: ops_execute_query")
+    assert not outcome.detail["code"][0]["ok"] and pool.calls == before
+    assert "tool not allowed" in model.seen[1][-1].content
+
+
+@shared_loop
+async def test_no_model_is_unavailable(pool):
+    with pytest.raises(Unavailable, match="SOPGRAPH_MODEL"):
+        await CodeActExecutor(None).decide(_node(), _ctx(_node(), pool))
+
+
+@shared_loop
+async def test_free_text_answer_is_read_by_the_dspy_extractor(pool):
+    lm = DummyLM(
+        [{"value": "false", "observed": "12.5", "threshold": "25", "explanation": "below"}]
+    )
+    model = _model(QUERY, "ANSWER: it was only 12.5 percent, well under the limit.")
+    ex = CodeActExecutor(model, extractor=VerdictExtractor(lm=lm))
+    outcome = await ex.decide(_node(), _ctx(_node(), pool))
+
+    assert outcome.verdict.value == "false" and outcome.verdict.observed == 12.5
+    assert outcome.detail["extract"]["source"] == "lm"
+
+
+@shared_loop
+async def test_free_text_answer_without_an_lm_is_unresolved(pool):
+    model = _model(QUERY, "ANSWER: it was 31.2 percent.")
+    outcome = await CodeActExecutor(model).decide(_node(), _ctx(_node(), pool))
+    assert outcome.verdict is None
+    assert outcome.error == (
+        "codeact: the answer states no `VERDICT:` line and no DSPy LM is configured to read it"
+    )
+
+
+@shared_loop
+async def test_model_failure_ends_the_loop_with_a_reason(pool):
+    def down(messages):
+        raise ConnectionError("connection refused\nmore detail")
+
+    outcome = await CodeActExecutor(ScriptedChatModel(responder=down)).decide(
+        _node(), _ctx(_node(), pool)
+    )
+    assert outcome.verdict is None
+    assert outcome.error == "codeact: model call failed: ConnectionError: connection refused"
+
+
+@shared_loop
+@pytest.mark.parametrize("site,expected", [("FC1", "true"), ("FC2", "false")])
+async def test_scripted_provider_plays_a_real_codeact_run(pool, site, expected):
+    node = _node()
+    ctx = _ctx(node, pool)
+    ctx.input["site"] = site
+    outcome = await CodeActExecutor(ScriptedAgentModel()).decide(node, ctx)
+
+    assert outcome.verdict.value == expected, outcome.detail
+    (call,) = outcome.detail["mcp_calls"]
+    assert call["function"] == "robotics_execute_query"
+    assert call["args"]["metric"] == "station_idle_pct" and call["args"]["site"] == site
+    assert outcome.detail["turns"] == 2 and outcome.detail["output_tokens"] > 0
+
+
+@shared_loop
+async def test_scripted_provider_answers_no_data_for_an_unknown_metric(pool):
+    node = _node(data=["robotics.conveyor_speed"])
+    outcome = await CodeActExecutor(ScriptedAgentModel()).decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "no_data"
+
+
+def test_allowed_servers_follow_the_data_hints():
+    servers = ["robotics", "ops", "conveyance"]
+    assert allowed_servers(_node(["robotics.idle", "ops.staff", "robotics.fault"]), servers) == [
+        "robotics",
+        "ops",
+    ]
+    assert allowed_servers(_node([]), servers) == servers
+    assert allowed_servers(_node(["nowhere.metric"]), servers) == servers
+    assert function_name("ops", "execute-query") == "ops_execute_query"
+
+
+def test_code_extraction_and_traceback_cleaning():
+    assert extract_code("text\n```python\na = 1\n```\nmore\n```\nb = 2\n```") == "a = 1\nb = 2"
+    assert extract_code("```python\nprint(1)") == "print(1)"  # cut off by max_tokens
+    assert extract_code("ANSWER: no code") is None
+    tb = (
+        'Traceback (most recent call last):\n  File "<string>", line 218, in main\n'
+        '  File "<sandbox>", line 1, in <module>\n    x = 1/0\nZeroDivisionError: division by zero\n'
+    )
+    assert clean_traceback(tb) == (
+        'Traceback (most recent call last):\n  File "<sandbox>", line 1, in <module>\n'
+        "    x = 1/0\nZeroDivisionError: division by zero"
+    )

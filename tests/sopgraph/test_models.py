@@ -1,0 +1,95 @@
+import os
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from sopgraph.models import ChatOpenAICompatible, chat_model, dspy_lm
+from sopgraph.settings import Settings, SettingsError
+
+BEDROCK = "bedrock:anthropic.claude-3-5-sonnet-20240620-v1:0"
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in list(os.environ):
+        if name.startswith(("SOPGRAPH_", "AWS_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.chdir(tmp_path)
+
+
+def test_openai_compatible_endpoint():
+    llm = chat_model(
+        Settings(model="openai:qwen2.5-7b", base_url="http://127.0.0.1:8000/v1", temperature=0.3)
+    )
+    assert isinstance(llm, ChatOpenAICompatible)
+    assert (llm.model_name, llm.openai_api_base, llm.temperature) == (
+        "qwen2.5-7b",
+        "http://127.0.0.1:8000/v1",
+        0.3,
+    )
+    lm = dspy_lm(Settings(model="openai:qwen2.5-7b", base_url="http://127.0.0.1:8000/v1"))
+    assert lm.model == "openai/qwen2.5-7b"
+    assert lm.kwargs["api_base"] == "http://127.0.0.1:8000/v1"
+
+
+def test_ollama_defaults_to_its_local_port():
+    llm = chat_model(Settings(model="ollama:llama3.2"))
+    assert llm.openai_api_base == "http://127.0.0.1:11434/v1"
+    assert dspy_lm(Settings(model="ollama:llama3.2")).kwargs["api_base"] == llm.openai_api_base
+
+
+def test_local_with_a_running_server_url_starts_nothing():
+    settings = Settings(model="local", base_url="http://127.0.0.1:9/v1")
+    try:
+        llm = chat_model(settings)
+    except SettingsError as exc:  # llama-cpp-python not installed here
+        assert "make local-llm" in str(exc)
+        return
+    assert (llm.model_name, llm.openai_api_base, llm.max_tokens) == (
+        "smollm2-135m-instruct",
+        "http://127.0.0.1:9/v1",
+        512,
+    )
+    assert dspy_lm(settings).model == "openai/smollm2-135m-instruct"
+
+
+def test_bedrock(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIATEST")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    settings = Settings(model=BEDROCK, aws_region="eu-west-1", max_tokens=256)
+    llm = chat_model(settings)
+    assert type(llm).__name__ == "ChatBedrockConverse"
+    assert (llm.model_id, llm.region_name, llm.max_tokens) == (
+        "anthropic.claude-3-5-sonnet-20240620-v1:0",
+        "eu-west-1",
+        256,
+    )
+    lm = dspy_lm(settings)
+    assert lm.model == "bedrock/converse/anthropic.claude-3-5-sonnet-20240620-v1:0"
+    assert lm.kwargs["aws_region_name"] == "eu-west-1"
+
+
+def test_missing_credential_is_a_settings_error():
+    with pytest.raises(SettingsError, match="AWS credentials"):
+        chat_model(Settings(model=BEDROCK, aws_region="us-east-1"))
+    with pytest.raises(SettingsError, match="SOPGRAPH_BASE_URL"):
+        dspy_lm(Settings(model="openai:qwen"))
+    with pytest.raises(SettingsError, match="no model configured"):
+        chat_model(Settings())
+
+
+def test_tool_call_turn_is_sent_with_empty_content_not_null():
+    llm = chat_model(Settings(model="openai:m", base_url="http://127.0.0.1:9/v1"))
+    history = [
+        HumanMessage("What is 2 + 3?"),
+        AIMessage("", tool_calls=[{"name": "add", "args": {"a": 2, "b": 3}, "id": "call_1"}]),
+        ToolMessage("5", tool_call_id="call_1"),
+    ]
+    payload = llm._get_request_payload(history)
+    assistant = payload["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert assistant["tool_calls"][0]["function"]["name"] == "add"
+    assert assistant["content"] == ""
