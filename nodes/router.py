@@ -287,15 +287,20 @@ class DSPyRouter(dspy.Module):
         self.lm = lm
         self.choose_branch = dspy.Predict(texts.ChooseBranch)
 
+    def _lm_context(self) -> Any:
+        return dspy.context(lm=self.lm) if self.lm is not None else nullcontext()
+
     def forward(self, node_text: str, observed: str, context: str, branches: str) -> Any:
-        return self.choose_branch(
-            node_text=node_text, observed=observed, context=context, branches=branches
-        )
+        with self._lm_context():
+            return self.choose_branch(
+                node_text=node_text, observed=observed, context=context, branches=branches
+            )
 
     async def aforward(self, node_text: str, observed: str, context: str, branches: str) -> Any:
-        return await self.choose_branch.acall(
-            node_text=node_text, observed=observed, context=context, branches=branches
-        )
+        with self._lm_context():
+            return await self.choose_branch.acall(
+                node_text=node_text, observed=observed, context=context, branches=branches
+            )
 
     async def choose(
         self,
@@ -321,9 +326,8 @@ class DSPyRouter(dspy.Module):
             "context": texts.render_context(ctx.input),
             "branches": texts.numbered_conditions([text for text, _ in conditions]),
         }
-        lm_context = dspy.context(lm=self.lm) if self.lm is not None else nullcontext()
         try:
-            with lm_context, dspy.context(track_usage=True):
+            with dspy.context(track_usage=True):
                 pred = await self.acall(**inputs)
         except AdapterParseError as exc:
             first = next((ln for ln in str(exc).splitlines() if ln.strip()), "unparsable")

@@ -16,18 +16,25 @@ class UserError(Exception):
     """A mistake the user can fix; printed as one ``error:`` line, exit 2."""
 
 
+# Exceptions a user can cause, by module. Only modules already imported are consulted: an
+# exception class whose module was never loaded cannot have been raised, and importing the
+# engine just to name its errors would slow every command down.
+_USER_ERRORS = {
+    "graphs.runner": ("InputError",),
+    "nodes.mcp_client": ("McpError",),
+    "tools.registry": ("RegistryError",),
+    "sopgraph.settings": ("SettingsError",),
+    "sopgraph.telemetry": ("TelemetryError",),
+    "graphs.drawing": ("DrawingError",),
+    "nodes.action": ("DecisionError",),
+}
+
+
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from graphs.runner import InputError
-    from nodes.mcp_client import McpError
-    from tools.registry import RegistryError
-
-    errors: list[type[BaseException]] = [SopError, UserError, InputError, McpError, RegistryError]
-    try:
-        from sopgraph.settings import SettingsError
-
-        errors.append(SettingsError)
-    except ImportError:  # settings arrive with the model providers
-        pass
+    errors: list[type[BaseException]] = [SopError, UserError]
+    for module, names in _USER_ERRORS.items():
+        loaded = sys.modules.get(module)
+        errors += [getattr(loaded, n) for n in names if loaded is not None and hasattr(loaded, n)]
     return tuple(errors)
 
 

@@ -9,13 +9,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 TRIAGE_SOP = Path(__file__).resolve().parent.parent / "examples" / "fc_alarm_triage"
 
 
-def _bar(enabled: bool) -> Progress:
+def _bar(enabled: bool):
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=Console(stderr=True), transient=True, disable=not enabled,
