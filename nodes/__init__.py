@@ -1,0 +1,6 @@
+"""Executors of SOP nodes: compiled tools, CodeAct sub-agents in a sandbox, router, actions."""
+
+import os as _os
+
+# LiteLLM (under DSPy) fetches a model price list from the internet on first use; use its copy.
+_os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

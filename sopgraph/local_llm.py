@@ -93,7 +93,7 @@ class LocalModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         n_ctx: int = 4096,
-        n_threads: int = 2,
+        n_threads: int = 1,
         startup_timeout: float = 120.0,
     ) -> None:
         self.model_path = model_path

@@ -136,7 +136,7 @@ def chat_model(settings: Settings | None = None, **kwargs: Any) -> BaseChatModel
 
 
 def dspy_lm(settings: Settings | None = None, **kwargs: Any) -> dspy.LM:
-    """The DSPy LM (LiteLLM model string) for the same model as ``chat_model``.
+    """The DSPy LM for the same model as ``chat_model``, served through LiteLLM.
 
     Args:
         settings: defaults to ``Settings()`` (environment and config file).
@@ -167,4 +167,4 @@ def dspy_lm(settings: Settings | None = None, **kwargs: Any) -> dspy.LM:
         options["api_base"] = endpoint.base_url
         options["api_key"] = endpoint.api_key
     options = {k: v for k, v in options.items() if v is not None}
-    return dspy.LM(model, **{**options, **kwargs})
+    return dspy.LM(model, **{"engine": "litellm", **options, **kwargs})

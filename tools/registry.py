@@ -271,6 +271,19 @@ class Registry:
             self._tool(m, node_id)
             del m.tools[node_id]
 
+    def set_pass_rates(
+        self, node_id: str, version: int, train: float | None = None, eval: float | None = None
+    ) -> None:
+        """Record a version's measured train and held-out pass rates (``None`` keeps a rate)."""
+        with self._write() as m:
+            info = self._tool(m, node_id).versions.get(str(version))
+            if info is None:
+                raise ToolMissing(f"node '{node_id}' has no version {version} in {self.manifest_path}")
+            if train is not None:
+                info.train_pass = train
+            if eval is not None:
+                info.eval_pass = eval
+
     def rehash(self, node_id: str | None = None) -> None:
         """Accept the files as they are now: record their sha256 in the manifest."""
         with self._write() as m:

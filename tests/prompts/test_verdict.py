@@ -88,12 +88,9 @@ def test_free_text_is_read_by_the_lm():
 
 
 async def test_async_extraction_uses_the_configured_lm():
-    dspy.configure(
-        lm=DummyLM(
-            [{"value": "no_data", "observed": "", "threshold": "", "explanation": "missing"}]
-        )
-    )
-    verdict, source = await VerdictExtractor().averdict(QUESTION, "the metric was not reported")
+    answer = {"value": "no_data", "observed": "", "threshold": "", "explanation": "missing"}
+    with dspy.context(lm=DummyLM([answer])):  # configure() is refused inside an async task
+        verdict, source = await VerdictExtractor().averdict(QUESTION, "the metric was not reported")
     assert verdict.value == "no_data" and verdict.observed is None and source == "lm"
 
 

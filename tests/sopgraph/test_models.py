@@ -93,3 +93,12 @@ def test_tool_call_turn_is_sent_with_empty_content_not_null():
     assert assistant["role"] == "assistant"
     assert assistant["tool_calls"][0]["function"]["name"] == "add"
     assert assistant["content"] == ""
+
+
+def test_self_hosted_gets_max_tokens_openai_gets_max_completion_tokens(monkeypatch):
+    hosted = chat_model(Settings(model="openai:m", base_url="http://127.0.0.1:9/v1", max_tokens=7))
+    assert hosted._get_request_payload("hi")["max_tokens"] == 7
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    api = chat_model(Settings(model="openai:gpt-4o-mini", max_tokens=7))
+    payload = api._get_request_payload("hi")
+    assert payload["max_completion_tokens"] == 7 and "max_tokens" not in payload

@@ -260,3 +260,20 @@ def test_concurrent_writers_from_two_processes_lose_nothing(tmp_path):
     tools = manifest(lib)["tools"]
     assert sorted(tools) == ["a", "b"]
     assert [sorted(map(int, tools[n]["versions"])) for n in "ab"] == [list(range(1, 11))] * 2
+
+
+def test_set_pass_rates_updates_one_version(tmp_path):
+    from tools.registry import Registry, ToolMissing
+
+    reg = Registry(tmp_path / "tools", sop_id="s")
+    code = "async def run(site, timestamp, ctx):\n    return {'value': 'true'}\n"
+    reg.add_version("n1", code, author="human", train_pass=0.5, activate=True)
+    reg.set_pass_rates("n1", 1, train=0.9, eval=0.8)
+    info = reg.entry("n1").versions[0]
+    assert (info.train_pass, info.eval_pass) == (0.9, 0.8)
+    reg.set_pass_rates("n1", 1, eval=1.0)
+    assert reg.entry("n1").versions[0].train_pass == 0.9
+    import pytest
+
+    with pytest.raises(ToolMissing, match="no version 7"):
+        reg.set_pass_rates("n1", 7, train=1.0)
