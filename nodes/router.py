@@ -225,7 +225,8 @@ class FunctionCallingRouter:
             called = [str(c.get("name")) for c in reply.tool_calls or []]
             detail["calls"].append(called)
             chosen = sorted({by_name[n] for n in called if n in by_name})
-            if chosen or (called and set(called) <= {texts.NONE_FUNCTION}):
+            none_holds = self.allow_none and called and set(called) <= {texts.NONE_FUNCTION}
+            if chosen or none_holds:
                 detail["branches"] = [branches[i].condition for i in chosen]
                 children = [c for i in chosen for c in branches[i].children]
                 return RouteDecision(list(dict.fromkeys(children)), detail)

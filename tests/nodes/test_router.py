@@ -310,3 +310,10 @@ async def test_route_failed_keeps_the_detail():
         "explore_subtree_1",
         "no_condition_holds",
     ]
+
+
+async def test_without_the_none_option_a_none_call_is_garbage(tmp_path):
+    model = ScriptedChatModel(responses=[call("no_condition_holds")])
+    result = await run(sop_dir(tmp_path), model, allow_none=False)
+    assert bound_names(model) == ["escalate_issue_to_technical_support", "end_conversation"]
+    assert "calls no_condition_holds" in result.unresolved["ask_status"]
