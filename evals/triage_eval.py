@@ -50,11 +50,7 @@ def found(result: RunResult, kind: str) -> list[str]:
 
 
 def run_tokens(result: RunResult) -> int:
-    total = 0
-    for step in result.trail:
-        detail = step.get("detail") or {}
-        total += int(detail.get("input_tokens") or 0) + int(detail.get("output_tokens") or 0)
-    return total
+    return result.tokens["total_tokens"]
 
 
 def compare(scenario: Scenario, result: RunResult, ms: float) -> AlarmOutcome:

@@ -59,20 +59,31 @@ class RunResult(BaseModel):
     @computed_field
     @property
     def tokens(self) -> dict[str, int]:
-        """LLM tokens the run spent: sub-agent details in the trail, failed attempts included."""
+        """LLM tokens the run spent (sub-agents, failed attempts and routers), from the trail."""
         return run_tokens(self.trail)
 
 
 def run_tokens(trail: list[dict[str, Any]]) -> dict[str, int]:
-    """Sum ``input_tokens``/``output_tokens`` of every step's ``detail`` and its attempts'."""
+    """Sum ``input_tokens``/``output_tokens`` of every step's ``detail``, its attempts' and its
+    router's (``route``)."""
     n_in = n_out = 0
     for step in trail:
-        details = [step.get("detail")] + [a.get("detail") for a in step.get("attempts") or []]
+        details = [step.get("detail"), step.get("route")]
+        details += [a.get("detail") for a in step.get("attempts") or []]
         for detail in details:
             if isinstance(detail, dict):
                 n_in += int(detail.get("input_tokens") or 0)
                 n_out += int(detail.get("output_tokens") or 0)
     return {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
+
+
+def default_router(model: Any) -> Any:
+    """SOP-agent's function-calling router when a chat model is configured, else none."""
+    if model is None:
+        return None
+    from nodes.router import FunctionCallingRouter
+
+    return FunctionCallingRouter(model)
 
 
 def sop_dir_of(sop_path: str | Path) -> Path:
@@ -143,7 +154,7 @@ class Session:
             chain=chain,
             log=self.log,
             mcp=self.pool,
-            router=router,
+            router=router if router is not None else default_router(model),
         )
         self._stack = AsyncExitStack()
         self.graph = None

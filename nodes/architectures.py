@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 
 from nodes.codeact import DEFAULT_MAX_TURNS, CodeActExecutor
 from nodes.executor import Executor
+from nodes.judge import JudgeExecutor
 from nodes.sandbox import SandboxLimits
 from nodes.subagent import SubAgentToolExecutor
 from nodes.tool_node import ToolExecutor
@@ -94,9 +95,11 @@ def executors_for(
         raise ValueError(f"architecture {arch!r} needs the SOP's tool registry")
     extractor = extractor or VerdictExtractor(lm=lm)
     codeact = CodeActExecutor(model, extractor, limits or SandboxLimits(), max_turns)
+    # dialogue-state nodes (no API, no data hint) go to the judge before any MCP code is written
+    judge = JudgeExecutor(lm=lm)
     if arch == "direct":
         # without a model the CodeAct step says so, which is the reason a missing tool stays open
-        return [ToolExecutor(registry, log), codeact]
+        return [ToolExecutor(registry, log), judge, codeact]
     if arch == "subagent":
-        return [SubAgentToolExecutor(model, registry, log, extractor), codeact]
+        return [SubAgentToolExecutor(model, registry, log, extractor), judge, codeact]
     return [codeact]

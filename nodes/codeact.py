@@ -34,6 +34,7 @@ from langgraph.runtime import Runtime
 
 from graphs.model import Node, Verdict
 from nodes.executor import Outcome, ToolContext, Unavailable
+from nodes.mcp_functions import McpFunctions
 from nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
 from prompts.codeact import (
     NUDGE_FORMAT,
@@ -109,21 +110,6 @@ def model_label(model: Any) -> str:
         if isinstance(value, str) and value:
             return value
     return str(getattr(model, "_llm_type", type(model).__name__))
-
-
-def allowed_servers(node: Node, available: list[str]) -> list[str]:
-    """The servers the node's ``data`` hints name (``robotics.station_idle_pct`` -> ``robotics``).
-
-    A node without hints, or whose hints name no configured server, may use them all.
-    """
-    hinted = [h.split(".", 1)[0] for h in node.data if "." in h]
-    chosen = [s for s in dict.fromkeys(hinted) if s in available]
-    return chosen or list(available)
-
-
-def function_name(server: str, tool: str) -> str:
-    # The same tool name exists on several servers (execute_query): the server prefix tells them apart.
-    return re.sub(r"\W", "_", f"{server}_{tool}")
 
 
 # -- the loop as a LangGraph ----------------------------------------------------------------
@@ -284,45 +270,16 @@ class CodeActExecutor:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     max_turns: int = DEFAULT_MAX_TURNS
     name: str = "codeact"
-    _tools: dict[tuple[int, str], list[Any]] = field(default_factory=dict, repr=False)
+    _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
 
     def __post_init__(self) -> None:
         self.extractor = self.extractor or VerdictExtractor()
-
-    async def functions_for(
-        self, node: Node, ctx: ToolContext
-    ) -> tuple[dict[str, FunctionSpec], dict[str, ToolFn], list[str]]:
-        """The node's allowed MCP tools as sandbox functions, their specs, and listing problems."""
-        pool = ctx.mcp
-        servers = list(getattr(pool, "servers", None) or {}) if pool is not None else []
-        specs: dict[str, FunctionSpec] = {}
-        functions: dict[str, ToolFn] = {}
-        problems: list[str] = []
-        for server in allowed_servers(node, servers):
-            key = (id(pool), server)
-            try:
-                if key not in self._tools:
-                    self._tools[key] = list(await pool.list_tools(server))
-            except Exception as exc:  # noqa: BLE001 - one dead server leaves the others usable
-                problems.append(f"{server}: {type(exc).__name__}: {exc}")
-                continue
-            for tool in self._tools[key]:
-                name = function_name(server, tool.name)
-                specs[name] = FunctionSpec(
-                    name=name,
-                    server=server,
-                    tool=tool.name,
-                    description=tool.description or "",
-                    input_schema=dict(tool.inputSchema or {}),
-                )
-                functions[name] = _mcp_function(pool, server, tool.name)
-        return specs, functions, problems
 
     async def decide(self, node: Node, ctx: ToolContext) -> Outcome:
         if self.model is None:
             raise Unavailable(NO_MODEL)
         start = time.perf_counter()
-        specs, functions, problems = await self.functions_for(node, ctx)
+        specs, functions, problems = await self._functions.for_node(node, ctx)
         system = render_system_prompt(
             question=ctx.text or node.text,
             functions=list(specs.values()),
@@ -392,13 +349,6 @@ async def _own_run(coro: Any) -> Any:
     context = contextvars.copy_context()
     context.run(var_child_runnable_config.set, None)
     return await asyncio.create_task(coro, context=context)
-
-
-def _mcp_function(pool: Any, server: str, tool: str) -> ToolFn:
-    async def call(args: dict[str, Any]) -> Any:
-        return await pool.call(server, tool, args)
-
-    return call
 
 
 def _trace(

@@ -76,7 +76,10 @@ class ExecutorChain:
                 continue
             except Exception as exc:  # noqa: BLE001 - a failing executor hands over to the next
                 reason = f"{type(exc).__name__}: {exc}"
-                attempts.append({"executor": ex.name, "status": "error", "reason": reason})
+                attempt = {"executor": ex.name, "status": "error", "reason": reason}
+                if isinstance(getattr(exc, "detail", None), dict):
+                    attempt["detail"] = exc.detail  # e.g. a failed sub-agent's tokens and trace
+                attempts.append(attempt)
                 continue
             outcome.attempts = attempts + outcome.attempts
             return outcome

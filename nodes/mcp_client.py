@@ -146,9 +146,7 @@ class McpPool:
                     for name, cfg in self.servers.items():
                         self.sessions[name] = await self._open(stack, name, cfg)
                 except Exception as exc:  # noqa: BLE001 - reported to the caller of start()
-                    self._ready.set_exception(
-                        McpError(f"cannot start MCP server '{name}': {exc}")
-                    )
+                    self._ready.set_exception(McpError(f"cannot start MCP server '{name}': {exc}"))
                     return
                 self._ready.set_result(None)
                 await self._stop.wait()

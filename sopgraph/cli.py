@@ -47,8 +47,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     decisions, actions = len(sop.decision_nodes), len(sop.action_nodes)
     if args.json:
         _print_json(
-            {"ok": True, "id": sop.id, "version": sop.version, "decision_nodes": decisions,
-             "action_nodes": actions, "edges": sop.edge_count()}
+            {
+                "ok": True,
+                "id": sop.id,
+                "version": sop.version,
+                "decision_nodes": decisions,
+                "action_nodes": actions,
+                "edges": sop.edge_count(),
+            }
         )
     else:
         print(
@@ -115,9 +121,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from graphs.runner import Session
+    from nodes.architectures import load_models
+
+    models = load_models()
+    if args.arch != "direct" and models.chat is None:
+        raise UserError(
+            f"--arch {args.arch} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
+        )
 
     async def go():
-        async with Session(args.sop, checkpoint=args.checkpoint) as s:
+        async with Session(args.sop, checkpoint=args.checkpoint, arch=args.arch,
+                           model=models.chat, lm=models.lm) as s:  # fmt: skip
             return await s.resume(args.thread, args.decision)
 
     result = asyncio.run(go())
@@ -225,15 +239,28 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("sop", help="SOP file or its folder")
     r.add_argument("--input", "-i", help="JSON file, '-' for stdin, or inline JSON")
     r.add_argument("--thread", help="thread id: reuse it to resume a killed or paused run")
-    r.add_argument("--approval", choices=["ask", "approve", "reject"], default="ask",
-                   help="gated actions: pause and ask (default), or approve/reject all")
-    r.add_argument("--checkpoint", help="SQLite file (default .sopgraph/checkpoints.sqlite) or postgres://…")
+    r.add_argument(
+        "--approval",
+        choices=["ask", "approve", "reject"],
+        default="ask",
+        help="gated actions: pause and ask (default), or approve/reject all",
+    )
+    r.add_argument(
+        "--checkpoint", help="SQLite file (default .sopgraph/checkpoints.sqlite) or postgres://…"
+    )
     r.add_argument("--json", action="store_true")
-    r.add_argument("--arch", choices=["direct", "subagent", "codeact"], default="direct",
-                   help="direct: call compiled tools (default); subagent: an LLM calls them; "
-                        "codeact: an LLM writes MCP code for every node")
-    r.add_argument("--trace", choices=["console", "otlp"],
-                   help="trace the run: a tree on stderr, or OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)")
+    r.add_argument(
+        "--arch",
+        choices=["direct", "subagent", "codeact"],
+        default="direct",
+        help="direct: call compiled tools (default); subagent: an LLM calls them; "
+        "codeact: an LLM writes MCP code for every node",
+    )
+    r.add_argument(
+        "--trace",
+        choices=["console", "otlp"],
+        help="trace the run: a tree on stderr, or OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
     r.set_defaults(fn=cmd_run)
 
     rs = sub.add_parser("resume", help="answer a paused run's gated action")
@@ -241,6 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--thread", required=True)
     rs.add_argument("--decision", required=True, choices=["approve", "reject"])
     rs.add_argument("--checkpoint")
+    rs.add_argument(
+        "--arch",
+        choices=["direct", "subagent", "codeact"],
+        default="direct",
+        help="executors for the rest of the run (as on `run`)",
+    )
     rs.add_argument("--json", action="store_true")
     rs.set_defaults(fn=cmd_resume)
 
@@ -256,7 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--output", "-o")
     im.set_defaults(fn=cmd_import)
 
-    t = sub.add_parser("tools", help="list, promote, revert, remove or rehash compiled tool versions")
+    t = sub.add_parser(
+        "tools", help="list, promote, revert, remove or rehash compiled tool versions"
+    )
     t.add_argument("action", choices=["list", "promote", "revert", "remove", "rehash"])
     t.add_argument("sop", help="SOP file or folder")
     t.add_argument("node", nargs="?")
@@ -291,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `sopgraph … | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -35,4 +35,7 @@ def format_run(result: Any) -> str:
         )
     for node, why in result.unresolved.items():
         lines.append(f"  unresolved: {node}: {why}")
+    tokens = getattr(result, "tokens", None) or {}
+    if tokens.get("total_tokens"):
+        lines.append(f"  LLM tokens: {tokens['input_tokens']} in, {tokens['output_tokens']} out")
     return "\n".join(lines)

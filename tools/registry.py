@@ -278,7 +278,9 @@ class Registry:
         with self._write() as m:
             info = self._tool(m, node_id).versions.get(str(version))
             if info is None:
-                raise ToolMissing(f"node '{node_id}' has no version {version} in {self.manifest_path}")
+                raise ToolMissing(
+                    f"node '{node_id}' has no version {version} in {self.manifest_path}"
+                )
             if train is not None:
                 info.train_pass = train
             if eval is not None:

@@ -20,7 +20,11 @@ def _problems(path: Path) -> list[str]:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
             for name in names:
                 top = name.split(".")[0]
                 if name in ALLOWED_PROJECT_IMPORTS or top in sys.stdlib_module_names:

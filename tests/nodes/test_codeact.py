@@ -17,13 +17,12 @@ from langchain_core.messages import AIMessage
 from graphs.model import Node
 from nodes.codeact import (
     CodeActExecutor,
-    allowed_servers,
     clean_traceback,
     extract_code,
-    function_name,
 )
 from nodes.executor import ToolContext, Unavailable
 from nodes.mcp_client import McpPool, ServerConfig
+from nodes.mcp_functions import allowed_servers, function_name
 from prompts.verdict import VerdictExtractor
 from sopgraph.scripted_model import ScriptedAgentModel
 
