@@ -3,7 +3,9 @@
 Each bench starts its server on a free loopback port (or uses a given URL), sends ``n`` runs
 with at most ``concurrency`` in flight, and reports completed, failed, p50_ms and p99_ms. A run
 is completed when the server answered and the run's status is ``done``. ``BENCHES`` holds one
-function per server; ``sopgraph bench serve --json`` prints them all.
+function per server; ``sopgraph bench serve --json`` prints them all. By default the runs are
+alarm triages over the simulated world (built under the home folder if absent), gated actions
+approved by policy so that every run can complete.
 
 Run ``python -m evals.bench_serve --n 50 --json``.
 """
@@ -21,7 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager
 from itertools import cycle, islice
 from pathlib import Path
 from typing import Any
@@ -29,10 +31,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from graphs.loader import load_sop
+from nodes.mcp_client import home_dir
 
 REPO = Path(__file__).resolve().parent.parent
-# Until the alarm-triage SOP has its tools, the service-interruption SOP and its cases.
-DEFAULT_SOP = REPO / "examples" / "service_interruption"
+TRIAGE_SOP = REPO / "examples" / "fc_alarm_triage"
+DEFAULT_SOP = TRIAGE_SOP
+# Share of the default triage inputs whose alarm reaches a gated action (approved by policy).
+GATED_SHARE = 0.2
 
 # One run: takes an input, returns None when the run completed, else why it did not.
 RunCall = Callable[[dict[str, Any]], Awaitable[str | None]]
@@ -51,6 +56,9 @@ class ServeBench(BaseModel):
     p99_ms: float
     wall_s: float
     warmup_ms: float | None = None
+    # Live MCP sub-server processes under the server after the runs, by module: one each when
+    # the server keeps its sessions open across runs (None: the server was not ours to inspect).
+    mcp_processes: dict[str, int] | None = None
     errors: list[str] = []
 
 
@@ -63,12 +71,74 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-def default_inputs(sop_dir: Path) -> list[dict[str, Any]]:
-    """Inputs for an SOP folder: one per case of its ``cases.json`` (the service example)."""
+def triage_inputs(home: Path, n: int, gated_share: float = GATED_SHARE) -> list[dict[str, Any]]:
+    """``n`` alarm-triage run inputs from the world under ``home`` (built there if absent).
+
+    Scenarios in file order, ``gated_share`` of them alarms whose triage reaches a gated action.
+    """
+    from evals.fc_triage.build import build_world
+    from evals.fc_triage.dataset import load_scenarios
+
+    paths = build_world(home, progress=sys.stderr.isatty())
+    gated_ids = {i for i, node in load_sop(TRIAGE_SOP).nodes.items() if node.approval == "required"}
+    scenarios = load_scenarios(paths.scenarios)
+    gated = [s for s in scenarios if gated_ids & set(s.actions)]
+    plain = [s for s in scenarios if not gated_ids & set(s.actions)]
+    k = min(len(gated), round(n * gated_share))
+    return [s.input for s in gated[:k] + plain[: n - k]]
+
+
+def default_inputs(sop_dir: Path, home: Path | None = None, n: int = 50) -> list[dict[str, Any]]:
+    """Inputs for an SOP folder: alarms of the triage world, or the service example's cases."""
+    if sop_dir.resolve() == TRIAGE_SOP.resolve():
+        return triage_inputs(home or home_dir(), n)
     cases = sop_dir / "cases.json"
     if not cases.exists():
         raise ValueError(f"{sop_dir}: no cases.json; pass the run inputs explicitly")
     return [{"case_id": cid} for cid in json.loads(cases.read_text())["cases"]]
+
+
+def server_home(stack: ExitStack | AsyncExitStack, data_home: Path) -> Path:
+    """A scratch ``SOPGRAPH_HOME`` for a server, linking the data folders of ``data_home``.
+
+    The SOP's MCP servers read the world through the links, while the server's checkpoints,
+    invocation log and scratch files stay out of the user's home and go with the bench.
+    """
+    home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sopgraph-bench-")))
+    if data_home.is_dir():
+        for entry in data_home.iterdir():
+            if entry.is_dir():
+                (home / entry.name).symlink_to(entry.resolve(), target_is_directory=True)
+    return home
+
+
+def mcp_processes(root_pid: int) -> dict[str, int] | None:
+    """Live ``python -m mcp_servers.<module>`` processes descending from ``root_pid``, by module."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    children: dict[int, list[int]] = {}
+    argv: dict[int, list[str]] = {}
+    for d in proc.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv[int(d.name)] = (d / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended while we looked
+        children.setdefault(ppid, []).append(int(d.name))
+    found: dict[str, int] = {}
+    todo = list(children.get(root_pid, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        args = argv.get(pid, [])
+        for flag, module in zip(args, args[1:]):
+            if flag == "-m" and module.startswith("mcp_servers."):
+                name = module.removeprefix("mcp_servers.")
+                found[name] = found.get(name, 0) + 1
+    return dict(sorted(found.items()))
 
 
 async def timed_runs(
@@ -100,11 +170,11 @@ def _summary(
     sop_id: str,
     n: int,
     concurrency: int,
-    latencies: list[float],
-    failures: list[str],
-    wall: float,
+    timed: tuple[list[float], list[str], float],
     warmup_ms: float | None,
+    processes: dict[str, int] | None,
 ) -> dict[str, Any]:
+    latencies, failures, wall = timed
     return ServeBench(
         server=server,
         sop_id=sop_id,
@@ -116,6 +186,7 @@ def _summary(
         p99_ms=round(percentile(latencies, 99), 1),
         wall_s=round(wall, 3),
         warmup_ms=None if warmup_ms is None else round(warmup_ms, 1),
+        mcp_processes=processes,
         errors=sorted(set(failures))[:5],
     ).model_dump()
 
@@ -142,24 +213,46 @@ async def wait_listening(proc: subprocess.Popen, port: int, timeout: float = 90.
 
 
 @asynccontextmanager
-async def mcp_server(sop_dir: Path, home: Path) -> AsyncIterator[str]:
-    """``sopgraph mcp serve --transport http`` serving ``sop_dir``; yields its URL."""
+async def mcp_server(sop_dir: Path, home: Path) -> AsyncIterator[tuple[str, int]]:
+    """``sopgraph mcp serve --transport http`` serving ``sop_dir``; yields its URL and pid."""
     port = free_port()
     env = {**os.environ, "SOPGRAPH_SOPS": str(sop_dir), "SOPGRAPH_HOME": str(home)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "sopgraph", "mcp", "serve", "--transport", "http",
          "--port", str(port)],
-        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=env, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         await wait_listening(proc, port)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", proc.pid
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+async def _warm_then_time(
+    call: RunCall, inputs: list[dict[str, Any]], n: int, concurrency: int
+) -> tuple[float, tuple[list[float], list[str], float]]:
+    """One warm-up run, not counted (it opens the SOP and its MCP servers), then the timed runs."""
+    start = time.perf_counter()
+    warm = await call(inputs[0])
+    warmup_ms = (time.perf_counter() - start) * 1000
+    if warm is not None and not warm.startswith("status"):
+        raise RuntimeError(f"the warm-up run failed: {warm}")
+    return warmup_ms, await timed_runs(call, inputs, n, concurrency)
+
+
+def _resolve(sop: str | Path, inputs: list[dict[str, Any]] | None, home: Path | None, n: int):
+    sop_path = Path(sop).resolve()
+    sop_dir = sop_path if sop_path.is_dir() else sop_path.parent
+    data_home = Path(home) if home is not None else home_dir()
+    inputs = inputs if inputs is not None else default_inputs(sop_dir, data_home, n)
+    if not inputs:
+        raise ValueError(f"{sop_dir}: no run inputs")
+    return sop_path, sop_dir, load_sop(sop_path).id, inputs, data_home
 
 
 async def bench_mcp(
@@ -175,7 +268,8 @@ async def bench_mcp(
 ) -> dict[str, Any]:
     """``n`` concurrent ``run_sop`` calls to sopgraph's MCP server over streamable HTTP.
 
-    The server is started for the bench (its SOP search path set to ``sop``) unless ``url`` is
+    The server is started for the bench (its SOP search path set to ``sop``, its home a scratch
+    folder linking the data folders of ``home``, default the sopgraph home) unless ``url`` is
     given. Calls are spread over ``clients`` MCP sessions. Gated actions follow ``approval``
     (default approve, so a run does not pause). One warm-up run, not counted, opens the SOP.
 
@@ -186,14 +280,12 @@ async def bench_mcp(
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    sop_dir = Path(sop) if Path(sop).is_dir() else Path(sop).parent
-    sop_id = load_sop(sop_dir).id
-    inputs = inputs if inputs is not None else default_inputs(sop_dir)
+    _, sop_dir, sop_id, inputs, data_home = _resolve(sop, inputs, home, n)
+    pid = None
     async with AsyncExitStack() as stack:
         if url is None:
-            if home is None:
-                home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
-            url = await stack.enter_async_context(mcp_server(sop_dir, home))
+            scratch = server_home(stack, data_home)
+            url, pid = await stack.enter_async_context(mcp_server(sop_dir, scratch))
         sessions = []
         for _ in range(max(1, clients)):
             read, write, _ = await stack.enter_async_context(streamable_http_client(url))
@@ -206,17 +298,13 @@ async def bench_mcp(
             args = {"sop_id": sop_id, "input": inp, "approval": approval}
             result = await next(pick).call_tool("run_sop", args)
             if result.isError:
-                return " ".join(getattr(c, "text", "") for c in result.content)
+                return "error " + " ".join(getattr(c, "text", "") for c in result.content)
             status = result.structuredContent["status"]
             return None if status == "done" else f"status {status}"
 
-        start = time.perf_counter()
-        warm = await call(inputs[0])
-        warmup_ms = (time.perf_counter() - start) * 1000
-        if warm is not None and warm.startswith("Error"):
-            raise RuntimeError(f"the warm-up run failed: {warm}")
-        latencies, failures, wall = await timed_runs(call, inputs, n, concurrency)
-    return _summary("mcp", sop_id, n, concurrency, latencies, failures, wall, warmup_ms)
+        warmup_ms, timed = await _warm_then_time(call, inputs, n, concurrency)
+        processes = None if pid is None else mcp_processes(pid)
+    return _summary("mcp", sop_id, n, concurrency, timed, warmup_ms, processes)
 
 
 async def bench_langgraph(
@@ -232,11 +320,12 @@ async def bench_langgraph(
 ) -> dict[str, Any]:
     """``n`` concurrent runs through the LangGraph server (``langgraph dev``) via langgraph-sdk.
 
-    The server is started for the bench with as many concurrent jobs as ``concurrency``
-    (``langgraph dev`` runs one at a time by default) unless ``url`` is given. An example SOP
-    runs on its own graph of ``langgraph.json``, any other on the generic ``sop`` graph. Each
-    run is stateless (``runs.wait`` without a thread); ``clients`` SDK clients share the load.
-    The dev server's in-memory queue polls every 0.5 s, so each run costs at least that.
+    Unless ``url`` is given, the server is started for the bench on the repository's
+    ``langgraph.json``, with as many concurrent jobs as ``concurrency`` (``langgraph dev`` runs
+    one at a time by default) and a scratch home linking the data folders of ``home``. An
+    example SOP runs on its own graph, any other on the generic ``sop`` graph. Each run is
+    stateless (``runs.wait`` without a thread); ``clients`` SDK clients share the load. The dev
+    server's in-memory queue polls every 0.5 s, so each run costs at least that.
 
     Example:
         >>> await bench_langgraph(n=10, concurrency=5)
@@ -245,23 +334,20 @@ async def bench_langgraph(
     from langgraph_sdk import get_client
 
     from graphs.studio import EXAMPLES
-    from sopgraph.langgraph_dev import LangGraphDev, repo_config
+    from sopgraph.langgraph_dev import CONFIG, LangGraphDev
 
-    sop_path = Path(sop).resolve()
-    sop_dir = sop_path if sop_path.is_dir() else sop_path.parent
-    sop_id = load_sop(sop_path).id
-    inputs = inputs if inputs is not None else default_inputs(sop_dir)
-    config = repo_config()
-    named = sop_dir.parent == EXAMPLES and sop_dir.name in config["graphs"]
+    sop_path, sop_dir, sop_id, inputs, data_home = _resolve(sop, inputs, home, n)
+    graphs = json.loads(CONFIG.read_text())["graphs"]
+    named = sop_dir.parent == EXAMPLES and sop_dir.name in graphs
     graph = sop_dir.name if named else "sop"
     run_config = {"configurable": {"sop": str(sop_path), "approval": approval}}
+    server = None
     async with AsyncExitStack() as stack:
         if url is None:
-            if home is None:
-                home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
+            scratch = server_home(stack, data_home)
             server = LangGraphDev(
-                config, workdir=home / "langgraph", jobs=max(1, concurrency),
-                env={"SOPGRAPH_HOME": str(home)},
+                workdir=scratch / "langgraph", jobs=max(1, concurrency),
+                env={"SOPGRAPH_HOME": str(scratch)},
             )  # fmt: skip
             await asyncio.to_thread(server.start)
             stack.callback(server.stop)
@@ -273,20 +359,16 @@ async def bench_langgraph(
                 None, graph, input={"input": inp}, config=run_config
             )
             if not isinstance(values, dict):
-                return f"unexpected answer {values!r:.80}"
+                return f"error unexpected answer {values!r:.80}"
             if "__error__" in values:
                 return f"error {values['__error__']}"
             if values.get("__interrupt__"):
                 return "status interrupted"
             return "status unresolved" if values.get("unresolved") else None
 
-        start = time.perf_counter()
-        warm = await call(inputs[0])
-        warmup_ms = (time.perf_counter() - start) * 1000
-        if warm is not None and warm.startswith("error"):
-            raise RuntimeError(f"the warm-up run failed: {warm}")
-        latencies, failures, wall = await timed_runs(call, inputs, n, concurrency)
-    return _summary("langgraph", sop_id, n, concurrency, latencies, failures, wall, warmup_ms)
+        warmup_ms, timed = await _warm_then_time(call, inputs, n, concurrency)
+        processes = None if server is None else mcp_processes(server.proc.pid)
+    return _summary("langgraph", sop_id, n, concurrency, timed, warmup_ms, processes)
 
 
 # One entry per server, all with the same signature.
@@ -296,10 +378,20 @@ BENCHES: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
 }
 
 
-async def bench_serve(n: int = 50, concurrency: int = 50, **kw: Any) -> dict[str, dict[str, Any]]:
-    """Every bench in ``BENCHES``, one after the other (they would compete for the CPU)."""
+async def bench_serve(
+    n: int = 50,
+    concurrency: int = 50,
+    sop: str | Path = DEFAULT_SOP,
+    inputs: list[dict[str, Any]] | None = None,
+    **kw: Any,
+) -> dict[str, dict[str, Any]]:
+    """Every bench in ``BENCHES`` on the same inputs, one after the other (they would compete
+    for the CPU). By default: ``n`` alarm triages of the world under the sopgraph home."""
+    home = kw.pop("home", None)
+    _, _, _, inputs, home = _resolve(sop, inputs, home, n)
     return {
-        name: await bench(n=n, concurrency=concurrency, **kw) for name, bench in BENCHES.items()
+        name: await bench(n=n, concurrency=concurrency, sop=sop, inputs=inputs, home=home, **kw)
+        for name, bench in BENCHES.items()
     }
 
 

@@ -18,39 +18,12 @@ from graphs.model import Node, Sop, Verdict
 from graphs.routing import fired_children
 from graphs.services import Services
 from graphs.state import RunState
+from graphs.topology import nodes_in_cycles, parents_of
 from nodes.action import decide_approval
 from nodes.executor import Unavailable
 from sopgraph.telemetry import node_span, record_action, record_outcome
 
 APPROVAL_POLICIES = ("ask", "approve", "reject")
-
-
-def parents_of(sop: Sop) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {nid: [] for nid in sop.nodes}
-    for nid, node in sop.nodes.items():
-        for child in node.next.children():
-            if child in out and nid not in out[child]:
-                out[child].append(nid)
-    return out
-
-
-def nodes_in_cycles(sop: Sop) -> set[str]:
-    """Nodes that can reach themselves (they may legitimately run more than once)."""
-    children = {
-        nid: [c for c in n.next.children() if c in sop.nodes] for nid, n in sop.nodes.items()
-    }
-    cyclic: set[str] = set()
-    for start in sop.nodes:
-        stack, seen = list(children[start]), set()
-        while stack:
-            cur = stack.pop()
-            if cur == start:
-                cyclic.add(start)
-                break
-            if cur not in seen:
-                seen.add(cur)
-                stack.extend(children[cur])
-    return cyclic
 
 
 def entry_nodes(sop: Sop, inp: dict[str, Any]) -> list[str]:

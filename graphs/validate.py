@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 
-from graphs.loader import LineMap, Problem
-from graphs.model import EDGE_KEYS, Node, Predicate, Sop
+from graphs.model import Node, Predicate, Sop
+from graphs.problems import Problem
+from graphs.topology import Graph, cycles, edges_of, graph_of, reach, shortest_cycle
+from graphs.yaml_lines import LineMap
 
 # A node id names a LangGraph node (which reserves '|' and ':') and a tool folder.
 _NODE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -34,26 +34,6 @@ class SopWarning(Problem):
 
     def __str__(self) -> str:
         return f"warning: {self.file}:{self.line}: {self.node or '-'}: {self.message}"
-
-
-@dataclass(frozen=True)
-class Edge:
-    """One ``source -> target`` reference in ``next``, with where it is written."""
-
-    source: str
-    target: str
-    where: str  # "next.true", "next.when[0]"
-    path: tuple[str | int, ...]  # the key path under the node, for LineMap.node
-
-
-def edges_of(node: Node) -> Iterator[Edge]:
-    """Every child reference of ``node`` in file order, with its key path."""
-    for key in EDGE_KEYS:
-        for i, child in enumerate(getattr(node.next, key)):
-            yield Edge(node.id, child, f"next.{key}", ("next", key, i))
-    for j, cond in enumerate(node.next.when):
-        for i, child in enumerate(cond.then):
-            yield Edge(node.id, child, f"next.when[{j}]", ("next", "when", j, "then", i))
 
 
 def validate(sop: Sop, lines: LineMap, file: str) -> list[Problem]:
@@ -258,38 +238,18 @@ class _Checker:
 
     # -- the whole graph -----------------------------------------------------------------------
 
-    def _graph(self) -> dict[str, list[Edge]]:
+    def _graph(self) -> Graph:
         """Edges by source, unknown targets replaced by their guess (or dropped)."""
-        graph: dict[str, list[Edge]] = {}
-        for node in self.sop.nodes.values():
-            out: list[Edge] = []
-            for e in edges_of(node):
-                target = self._resolve(e.target)
-                if target is not None:
-                    out.append(Edge(e.source, target, e.where, e.path))
-            graph[node.id] = out
-        return graph
+        return graph_of(self.sop, self._resolve)
 
     def _starts(self) -> list[str]:
         starts = [self._resolve(t) for targets in self.sop.entry.values() for t in targets]
         return list(dict.fromkeys(s for s in starts if s is not None))
 
-    def _reach(self, graph: dict[str, list[Edge]], starts: list[str]) -> list[str]:
-        """Nodes reachable from ``starts``, in depth-first discovery order."""
-        order: dict[str, None] = {}
-        stack = list(reversed(starts))
-        while stack:
-            nid = stack.pop()
-            if nid in order:
-                continue
-            order[nid] = None
-            stack += [e.target for e in reversed(graph[nid]) if e.target not in order]
-        return list(order)
-
-    def _check_reachable(self, graph: dict[str, list[Edge]]) -> None:
+    def _check_reachable(self, graph: Graph) -> None:
         if not self.sop.entry:
             return
-        reached = set(self._reach(graph, self._starts()))
+        reached = set(reach(graph, self._starts()))
         lost = [n for n in self.ids if n not in reached]
         has_lost_parent = {e.target for n in lost for e in graph[n] if e.source != e.target}
         # Report only where a detached piece begins; a detached cycle has no such start,
@@ -297,7 +257,7 @@ class _Checker:
         for nid in [n for n in lost if n not in has_lost_parent] + lost:
             if nid in reached:
                 continue
-            below = self._reach(graph, [nid])
+            below = reach(graph, [nid])
             more = len([n for n in below if n not in reached]) - 1
             plural = "node hangs" if more == 1 else "nodes hang"
             tail = f" ({more} more {plural} off it)" if more else ""
@@ -309,15 +269,15 @@ class _Checker:
             )
             reached.update(below)
 
-    def _check_loops(self, graph: dict[str, list[Edge]]) -> None:
-        order = self._reach(graph, self._starts())
+    def _check_loops(self, graph: Graph) -> None:
+        order = reach(graph, self._starts())
         rank = {n: i for i, n in enumerate(order)}
-        for loop in _cycles(graph, order):
+        for loop in cycles(graph, order):
             if not self._has_exit(loop):
                 what = "has no way out: every outcome of its nodes continues the loop"
                 self._report_loop(graph, loop, rank, what + "; send some outcome elsewhere")
         unbounded = [n for n in order if self.sop.nodes[n].max_visits is None]
-        for loop in _cycles(graph, unbounded):
+        for loop in cycles(graph, unbounded):
             self._report_loop(
                 graph, loop, rank, "has no visit bound; add 'max_visits: N' to one of its nodes"
             )
@@ -337,12 +297,10 @@ class _Checker:
                     return True  # this outcome may stop here: the branch ends
         return False
 
-    def _report_loop(
-        self, graph: dict[str, list[Edge]], loop: set[str], rank: dict[str, int], what: str
-    ) -> None:
+    def _report_loop(self, graph: Graph, loop: set[str], rank: dict[str, int], what: str) -> None:
         """Report ``loop`` at the edge that jumps back to its first node reached from an entry."""
         head = min(loop, key=lambda n: rank.get(n, len(rank)))
-        back, path = _shortest_cycle(graph, loop, head)
+        back, path = shortest_cycle(graph, loop, head)
         shown = " → ".join([*path, head])
         self._add(
             self.lines.node(back.source, *back.path),
@@ -368,7 +326,7 @@ class _Checker:
                     )
                 )
         graph = self._graph()
-        in_loop = {n for loop in _cycles(graph, self.ids) for n in loop}
+        in_loop = {n for loop in cycles(graph, self.ids) for n in loop}
         for node in self.sop.nodes.values():
             line = self.lines.node(node.id)
             if node.kind in ("observation", "constraint") and not node.next.edges():
@@ -391,67 +349,3 @@ class _Checker:
                     )
                 )
         return sorted(found, key=lambda p: p.line)
-
-
-def _cycles(graph: dict[str, list[Edge]], nodes: list[str]) -> list[set[str]]:
-    """Strongly connected components of ``graph`` restricted to ``nodes`` that hold a cycle,
-    ordered by their first node in ``nodes`` (Tarjan's algorithm, iterative)."""
-    allowed = set(nodes)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    found: list[set[str]] = []
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            nid, i = work.pop()
-            if i == 0:
-                index[nid] = low[nid] = len(index)
-                stack.append(nid)
-                on_stack.add(nid)
-            succ = [e.target for e in graph[nid] if e.target in allowed]
-            if i < len(succ):
-                work.append((nid, i + 1))
-                nxt = succ[i]
-                if nxt not in index:
-                    work.append((nxt, 0))
-                elif nxt in on_stack:
-                    low[nid] = min(low[nid], index[nxt])
-                continue
-            if low[nid] == index[nid]:
-                comp: set[str] = set()
-                while True:
-                    top = stack.pop()
-                    on_stack.discard(top)
-                    comp.add(top)
-                    if top == nid:
-                        break
-                if len(comp) > 1 or nid in succ:
-                    found.append(comp)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[nid])
-    first = {n: i for i, n in enumerate(nodes)}
-    return sorted(found, key=lambda c: min(first[n] for n in c))
-
-
-def _shortest_cycle(
-    graph: dict[str, list[Edge]], loop: set[str], head: str
-) -> tuple[Edge, list[str]]:
-    """The edge back into ``head`` closing the shortest cycle through it, and that cycle."""
-    prev: dict[str, Edge | None] = {head: None}
-    queue = [head]
-    for nid in queue:
-        for e in graph[nid]:
-            if e.target == head:
-                path = [nid]
-                while (p := prev[path[0]]) is not None:
-                    path.insert(0, p.source)
-                return e, path
-            if e.target in loop and e.target not in prev:
-                prev[e.target] = e
-                queue.append(e.target)
-    raise AssertionError(f"{head} is in a cycle but no edge leads back to it")

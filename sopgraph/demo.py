@@ -56,6 +56,8 @@ async def triage_recent(n: int, console: Console) -> tuple[list[dict[str, Any]],
 
 def main(n: int = 40, report: Path | None = None) -> int:
     console = Console()
+    if not console.is_terminal:  # piped or in CI: keep table rows readable, one line each
+        console = Console(width=220)
     console.print(f"[bold]sopgraph demo[/]: outbound-dock alarm triage, {n} most recent alarms")
     runs, sop = asyncio.run(triage_recent(n, console))
     table = Table(show_lines=False)

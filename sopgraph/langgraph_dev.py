@@ -1,7 +1,8 @@
 """Start the LangGraph server (``langgraph dev``) offline on loopback, for tests and benchmarks.
 
-The server runs in a scratch folder (it writes ``.langgraph_api/`` where it starts) with a
-copy of the repository's ``langgraph.json`` whose dependency points back at the repository.
+The server serves the repository's ``langgraph.json`` itself (``--config``), but starts in a
+scratch folder: it writes its state, ``.langgraph_api/``, where it starts. The graphs import
+as modules of the installed project, so the config's ``"."`` dependency needs no rewriting.
 
 Example:
     >>> with LangGraphDev() as server:
@@ -25,6 +26,7 @@ from typing import Any
 from sopgraph.pg import free_port
 
 REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "langgraph.json"
 # Offline: no usage analytics, no version check against PyPI.
 OFFLINE_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"}
 
@@ -44,8 +46,11 @@ def langgraph_bin() -> Path:
 
 
 def repo_config() -> dict[str, Any]:
-    """The repository's ``langgraph.json``, its relative dependencies made absolute."""
-    config = json.loads((REPO / "langgraph.json").read_text())
+    """The repository's ``langgraph.json``, its relative dependencies made absolute.
+
+    A starting point for a config of one's own (``LangGraphDev(config=...)``).
+    """
+    config = json.loads(CONFIG.read_text())
     config["dependencies"] = [
         str((REPO / d).resolve()) if d.startswith(".") else d for d in config["dependencies"]
     ]
@@ -66,21 +71,23 @@ def dev_command(port: int, config: Path, jobs: int = 10) -> list[str]:
 
 
 class LangGraphDev:
-    """A ``langgraph dev`` process serving ``config`` (default: the repository's graphs).
+    """A ``langgraph dev`` process serving ``config`` (default: the repository's langgraph.json).
 
-    ``jobs`` is how many runs the server executes at once (``langgraph dev`` defaults to 1).
+    ``config`` is a path to a config file, or a config dict written into ``workdir``; the
+    server starts in ``workdir`` (default a temporary folder, removed on stop). ``jobs`` is how
+    many runs the server executes at once (``langgraph dev`` defaults to 1).
     """
 
     def __init__(
         self,
-        config: dict[str, Any] | None = None,
+        config: Path | dict[str, Any] | None = None,
         *,
         workdir: Path | None = None,
         jobs: int = 10,
         env: dict[str, str] | None = None,
         timeout: float = 120.0,
     ):
-        self.config = config or repo_config()
+        self.config = CONFIG if config is None else config
         self.workdir = workdir
         self.jobs = jobs
         self.env = env or {}
@@ -108,8 +115,11 @@ class LangGraphDev:
             self._tmp = tempfile.mkdtemp(prefix="sopgraph-langgraph-")
             self.workdir = Path(self._tmp)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        config_path = self.workdir / "langgraph.json"
-        config_path.write_text(json.dumps(self.config, indent=2))
+        if isinstance(self.config, dict):
+            config_path = self.workdir / "langgraph.json"
+            config_path.write_text(json.dumps(self.config, indent=2))
+        else:
+            config_path = Path(self.config).resolve()
         self.port = free_port()
         env = {**os.environ, **OFFLINE_ENV, **self.env}
         with open(self.log_path, "wb") as log:

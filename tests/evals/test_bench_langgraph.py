@@ -1,42 +1,38 @@
-"""``bench_langgraph``: concurrent runs through the real LangGraph server, counted and timed."""
+"""``bench_langgraph``: concurrent alarm triages through the real LangGraph server, counted and timed."""
 
 from __future__ import annotations
 
 import pytest
-from sop_factory import make_sop
+from fc_world import fc_home  # noqa: F401
 
-from evals.bench_serve import BENCHES, bench_langgraph
-from sopgraph.langgraph_dev import LangGraphDev
+from evals.bench_serve import BENCHES, bench_langgraph, triage_inputs
+from sopgraph.langgraph_dev import CONFIG, LangGraphDev
 
 pytestmark = pytest.mark.slow
 
-GATED = {
-    "id": "bench_gated",
-    "entry": {"alarm": ["check"]},
-    "nodes": {
-        "check": {"kind": "observation", "text": "check", "next": {"true": ["act_restart"]}},
-        "act_restart": {"kind": "action", "text": "restart", "approval": "required"},
-    },
-}
+TRIAGE_SERVERS = {"conveyance_warehouse": 1, "ops_store": 1, "robotics_metrics": 1}
 
 
-async def test_bench_langgraph_counts_completed_and_paused_runs(tmp_path):
-    sop = make_sop(tmp_path / "sop", GATED, {"check": "return Verdict(value=True)"})
-    inputs = [{"type": "alarm"}]
+async def test_bench_langgraph_counts_completed_and_paused_triages(tmp_path, fc_home):  # noqa: F811
+    # Two of five alarms reach a gated action: approved by policy they complete, asked they pause.
+    inputs = triage_inputs(fc_home, 5, gated_share=0.4)
     with LangGraphDev(
-        workdir=tmp_path / "server", jobs=4, env={"SOPGRAPH_HOME": str(tmp_path)}
+        CONFIG, workdir=tmp_path / "server", jobs=5, env={"SOPGRAPH_HOME": str(fc_home)}
     ) as srv:
-        ok = await bench_langgraph(6, 3, sop, inputs, url=srv.url, approval="approve")
-        paused = await bench_langgraph(4, 2, sop, inputs, url=srv.url, approval="ask")
-    assert ok["server"] == "langgraph" and ok["sop_id"] == "bench_gated"
-    assert (ok["completed"], ok["failed"]) == (6, 0), ok["errors"]
+        ok = await bench_langgraph(5, 5, inputs=inputs, url=srv.url, approval="approve")
+        paused = await bench_langgraph(5, 5, inputs=inputs, url=srv.url, approval="ask")
+    assert ok["server"] == "langgraph" and ok["sop_id"] == "fc_outbound_dock_triage"
+    assert (ok["completed"], ok["failed"]) == (5, 0), ok["errors"]
     assert 0 < ok["p50_ms"] <= ok["p99_ms"]
-    assert (paused["completed"], paused["failed"]) == (0, 4)
+    assert ok["mcp_processes"] is None  # not our server to inspect
+    assert (paused["completed"], paused["failed"]) == (3, 2)
     assert paused["errors"] == ["status interrupted"]
 
 
-async def test_bench_langgraph_starts_its_own_server_on_the_example():
+async def test_bench_langgraph_starts_its_own_server_on_the_triage_sop(fc_home):  # noqa: F811
     assert BENCHES["langgraph"] is bench_langgraph
-    r = await bench_langgraph(n=4, concurrency=4)
-    assert (r["completed"], r["failed"]) == (4, 0), r["errors"]
-    assert r["sop_id"] == "service_interruption_handling"
+    r = await bench_langgraph(n=6, concurrency=6, home=fc_home)
+    assert (r["completed"], r["failed"]) == (6, 0), r["errors"]
+    assert r["sop_id"] == "fc_outbound_dock_triage"
+    # Six concurrent runs, one set of MCP sub-servers opened by the first and kept open.
+    assert r["mcp_processes"] == TRIAGE_SERVERS

@@ -1,10 +1,24 @@
-"""The serving benchmark against a real `sopgraph mcp serve --transport http`, with small N."""
+"""The serving benchmark against a real `sopgraph mcp serve --transport http`, on alarm triage."""
 
 from __future__ import annotations
 
 import asyncio
 
-from evals.bench_serve import bench_mcp, percentile, timed_runs
+from fc_world import fc_home  # noqa: F401
+
+from evals.bench_serve import (
+    REPO,
+    TRIAGE_SOP,
+    bench_mcp,
+    default_inputs,
+    percentile,
+    timed_runs,
+    triage_inputs,
+)
+from evals.fc_triage.dataset import load_scenarios
+from graphs.loader import load_sop
+
+TRIAGE_SERVERS = {"conveyance_warehouse": 1, "ops_store": 1, "robotics_metrics": 1}
 
 
 def test_percentile_is_nearest_rank():
@@ -34,12 +48,28 @@ async def test_timed_runs_bounds_concurrency_and_counts_failures():
     assert sorted(failures) == ["RuntimeError: boom"] * 3 + ["status unresolved"] * 3
 
 
-async def test_bench_mcp_small(tmp_path):
-    # An unknown case makes the customer-service server refuse: those runs end unresolved.
-    inputs = [{"case_id": "leaf_03"}, {"case_id": "combo_05"}, {"case_id": "no_such_case"}]
-    result = await bench_mcp(n=6, concurrency=3, inputs=inputs, clients=2, home=tmp_path)
-    assert result["server"] == "mcp" and result["sop_id"] == "service_interruption_handling"
+def test_triage_inputs_are_world_alarms_some_reaching_a_gated_action(fc_home):  # noqa: F811
+    inputs = triage_inputs(fc_home, 10)
+    assert default_inputs(TRIAGE_SOP, fc_home, 10) == inputs
+    by_id = {s.alarm_id: s for s in load_scenarios(fc_home / "fc_world" / "scenarios.jsonl")}
+    assert len({i["alarm_id"] for i in inputs}) == 10
+    assert all(by_id[i["alarm_id"]].input == i for i in inputs)
+    sop = load_sop(TRIAGE_SOP)
+    gated = {n for n, node in sop.nodes.items() if node.approval == "required"}
+    assert sum(bool(gated & set(by_id[i["alarm_id"]].actions)) for i in inputs) == 2
+    assert default_inputs(REPO / "examples" / "service_interruption")[0] == {"case_id": "leaf_01"}
+
+
+async def test_bench_mcp_small_on_triage(fc_home):  # noqa: F811
+    # One alarm in three reaches a gated action (approved by policy); an unknown alarm type
+    # is refused by the server: those runs fail.
+    inputs = [*triage_inputs(fc_home, 2, gated_share=0.5), {"type": "no_such_alarm"}]
+    result = await bench_mcp(n=6, concurrency=3, inputs=inputs, clients=2, home=fc_home)
+    assert result["server"] == "mcp" and result["sop_id"] == "fc_outbound_dock_triage"
     assert (result["completed"], result["failed"]) == (4, 2), result
-    assert result["errors"] == ["status unresolved"]
+    (error,) = result["errors"]
+    assert error.startswith("error") and "unknown input type 'no_such_alarm'" in error
     assert 0 < result["p50_ms"] <= result["p99_ms"]
     assert result["warmup_ms"] > 0
+    # The server opened the SOP's MCP servers once, for every run.
+    assert result["mcp_processes"] == TRIAGE_SERVERS

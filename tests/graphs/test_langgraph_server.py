@@ -1,7 +1,9 @@
 """The real LangGraph server (``langgraph dev``) serving ``langgraph.json``, driven by langgraph-sdk.
 
-A gated action pauses the run as an interrupt the server reports; resuming it with approve
-and with reject sends the run down the action's ``true`` and ``false`` edges.
+The alarm-triage graph triages an alarm of the test world up to a gated action, which pauses
+the run as an interrupt the server reports; resumed with approve or reject, the run ends as
+the SOP says (its gated actions have no children) with the ground truth's verdicts. A small
+gated SOP on the generic ``sop`` graph checks that approve and reject take different edges.
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fc_world import fc_home, fc_world  # noqa: F401
 from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
 from sop_factory import make_sop
 
+from evals.fc_triage.dataset import Scenario, load_scenarios
 from graphs.loader import load_sop
 from graphs.studio import resolve_sop
-from sopgraph.langgraph_dev import REPO, LangGraphDev
+from sopgraph.langgraph_dev import CONFIG, REPO, LangGraphDev
 
 pytestmark = pytest.mark.slow
 
@@ -71,20 +75,28 @@ def gated_target(root: Path) -> Target:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, fc_home):
     work = tmp_path_factory.mktemp("langgraph")
     in_repo = (REPO / ".langgraph_api").exists()
-    with LangGraphDev(workdir=work, env={"SOPGRAPH_HOME": str(work / "home")}) as srv:
+    # The repository's own langgraph.json, the server started in a scratch folder.
+    with LangGraphDev(CONFIG, workdir=work, env={"SOPGRAPH_HOME": str(fc_home)}) as srv:
         yield srv, work
     # the server keeps its state where it runs, never in the repository
     assert (REPO / ".langgraph_api").exists() == in_repo
+    assert (work / ".langgraph_api").is_dir()
 
 
 @pytest.fixture(scope="module")
 def target(server) -> Target:
-    # Switch to the alarm-triage SOP once its tools exist by returning instead:
-    # Target("fc_alarm_triage", "fc_alarm_triage", <an alarm whose triage reaches a gated action>)
     return gated_target(server[1])
+
+
+@pytest.fixture(scope="module")
+def alarm(fc_world) -> Scenario:  # noqa: F811
+    """An alarm whose faithful triage reaches exactly one gated action."""
+    sop = load_sop(resolve_sop("fc_alarm_triage"))
+    gated = {i for i, n in sop.nodes.items() if n.approval == "required"}
+    return next(s for s in load_scenarios(fc_world.scenarios) if len(gated & set(s.actions)) == 1)
 
 
 def _nodes(state: dict[str, Any]) -> list[str]:
@@ -110,6 +122,47 @@ async def _start(client, target: Target) -> tuple[str, str, str]:
     return assistant["assistant_id"], thread["thread_id"], gated
 
 
+def _decisions(sop, verdicts: dict[str, Any]) -> dict[str, str]:
+    return {n: v["value"] for n, v in verdicts.items() if sop.nodes[n].kind != "action"}
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+async def test_triage_alarm_pauses_on_its_gated_action_and_resumes(server, alarm, decision):
+    srv, _ = server
+    client = get_client(url=srv.url)
+    sop = load_sop(resolve_sop("fc_alarm_triage"))
+    thread = (await client.threads.create())["thread_id"]
+
+    values = await client.runs.wait(thread, "fc_alarm_triage", input={"input": alarm.input})
+    assert values.get("__interrupt__"), f"{alarm.alarm_id} did not pause: {values}"
+    state = await client.threads.get_state(thread)
+    (pending,) = state["interrupts"]
+    gated = pending["value"]["node"]
+    assert gated in alarm.actions and sop.nodes[gated].approval == "required"
+    assert state["next"] == [gated] and pending["value"]["cost"] == sop.nodes[gated].cost
+    assert gated not in _nodes(state["values"]), "a paused action is not in the trail yet"
+    # What the triage found so far agrees with the ground truth.
+    found = _decisions(sop, state["values"]["verdicts"])
+    assert found and found.items() <= alarm.verdicts.items()
+
+    values = await client.runs.wait(thread, "fc_alarm_triage", command=Command(resume=decision))
+
+    state = await client.threads.get_state(thread)
+    assert state["next"] == [] and not state["interrupts"], "the run is over"
+    (step,) = [s for s in state["values"]["trail"] if s["node"] == gated]
+    edge = sop.nodes[gated].next.true if decision == "approve" else sop.nodes[gated].next.false
+    assert step["fired"] == list(edge) and step["approval"] == "human"
+    # The SOP's gated actions have no children, so approve and reject both end the branch
+    # there: the run visits exactly the nodes of the ground truth (labeled approving all).
+    assert not sop.nodes[gated].next.children()
+    assert sorted(_nodes(state["values"])) == sorted(alarm.path)
+    assert _decisions(sop, state["values"]["verdicts"]) == alarm.verdicts
+    assert {a["node"] for a in values["actions"]} == set(alarm.actions)
+    (action,) = [a for a in values["actions"] if a["node"] == gated]
+    assert action["approved"] is (decision == "approve")
+    assert action["status"] == ("executed" if decision == "approve" else "rejected")
+
+
 async def test_graphs_of_langgraph_json_are_served(server):
     srv, _ = server
     client = get_client(url=srv.url)
@@ -122,7 +175,7 @@ async def test_graphs_of_langgraph_json_are_served(server):
 
 
 @pytest.mark.parametrize("decision", ["approve", "reject"])
-async def test_gated_action_interrupts_and_resumes(server, target, decision):
+async def test_gated_action_takes_its_true_or_false_edge(server, target, decision):
     srv, _ = server
     client = get_client(url=srv.url)
     sop = load_sop(resolve_sop(target.sop))

@@ -1,0 +1,114 @@
+"""The measuring commands of the alarm-triage job, run as a user runs them: eval, bench, demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from fc_world import fc_home, fc_world  # noqa: F401
+
+from evals.fc_triage.dataset import load_scenarios
+from evals.triage_eval import compare, eval_triage, summarize
+from sopgraph.cli_eval import TRIAGE_SOP
+
+
+def _cli(home, *args, model: str | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SOPGRAPH_HOME": str(home)}
+    env.pop("SOPGRAPH_MODEL", None)
+    if model:
+        env["SOPGRAPH_MODEL"] = model
+    return subprocess.run(
+        [sys.executable, "-m", "sopgraph", *args],
+        env=env, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+async def test_compiled_tools_match_ground_truth(fc_world, fc_home, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
+    scenarios = load_scenarios(fc_world.scenarios, split="eval")[:60]
+    outcomes = await eval_triage(TRIAGE_SOP, scenarios)
+    summary = summarize(outcomes, "direct")
+    assert summary["n"] == 60
+    assert summary["accuracy"] == 1.0, summary["failures"]
+    assert summary["llm_tokens_per_alarm"] == 0
+    # the comparison is not vacuous: a run against another alarm's truth is wrong
+    other = next(s for s in scenarios if s.root_causes)
+    differs = next(s for s in scenarios if set(s.root_causes) != set(other.root_causes))
+    wrong = differs.model_copy(update={"root_causes": other.root_causes})
+    good = next(o for o in outcomes if o.alarm_id == differs.alarm_id)
+    assert good.correct
+    assert not compare(wrong, _result_of(good), good.ms).correct
+
+
+def _result_of(outcome):
+    from graphs.model import Verdict
+    from graphs.runner import RunResult
+
+    kinds = {n: ("root_cause" if n in outcome.root_causes else "other") for n in outcome.path}
+    return RunResult(
+        thread_id="t", sop_id="s", status="done",
+        verdicts={n: Verdict(value="true") for n in outcome.root_causes},
+        trail=[{"node": n, "kind": kinds[n]} for n in outcome.path],
+        actions=[{"node": a, "approved": True} for a in outcome.actions],
+    )  # fmt: skip
+
+
+def test_eval_triage_json(fc_home):  # noqa: F811
+    proc = _cli(fc_home, "eval", "triage", "--alarms", "25", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    for key in ("n", "accuracy", "observation_acc", "root_cause_acc", "action_acc"):
+        assert key in out
+    assert out["n"] == 25 and out["accuracy"] == 1.0 and out["llm_tokens_per_alarm"] == 0
+
+
+def test_eval_triage_codeact_with_scripted_model(fc_home):  # noqa: F811
+    proc = _cli(fc_home, "eval", "triage", "--arch", "codeact", "--alarms", "4", "--json",
+                model="scripted")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["arch"] == "codeact" and out["n"] == 4
+    assert out["llm_tokens_per_alarm"] > 0
+    assert 0.0 <= out["accuracy"] <= 1.0
+
+
+def test_codeact_needs_a_model(fc_home):  # noqa: F811
+    proc = _cli(fc_home, "eval", "triage", "--arch", "codeact", "--alarms", "2", "--json")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error: --arch codeact needs a model")
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_eval_tools_json(fc_home):  # noqa: F811
+    proc = _cli(fc_home, "eval", "tools", "--split", "eval", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["nodes"] == 44 and out["passed"] == 44
+    assert {r["node"] for r in out["results"]} >= {"obs_station_idle", "ct_downstage_precondition"}
+
+
+def test_bench_triage_json(fc_home):  # noqa: F811
+    proc = _cli(fc_home, "bench", "triage", "--alarms", "12", "--concurrency", "4", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    for key in ("p50_ms", "p99_ms", "alarms_per_s", "lower_bound_p50_ms", "overhead_ratio",
+                "llm_tokens_per_alarm"):  # fmt: skip
+        assert key in out
+    assert out["alarms"] == 12 and out["llm_tokens_per_alarm"] == 0
+    assert 0 < out["lower_bound_p50_ms"] < out["p50_ms"]  # the floor is below the full path
+    assert out["p99_ms"] >= out["p50_ms"]
+
+
+def test_demo_prints_table_and_writes_report(fc_home, tmp_path):  # noqa: F811
+    report = tmp_path / "demo.html"
+    proc = _cli(fc_home, "demo", "--alarms", "6", "--report", str(report))
+    assert proc.returncode == 0, proc.stderr
+    assert "match ground truth: 6/6" in proc.stdout
+    assert "path taken" in proc.stdout
+    html = report.read_text()
+    assert html.count("<details>") == 6
+    assert "observed" in html and "threshold" in html
