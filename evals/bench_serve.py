@@ -7,12 +7,11 @@ function per server; ``sopgraph bench serve --json`` prints them all. By default
 alarm triages over the simulated world (built under the home folder if absent), gated actions
 approved by policy so that every run can complete.
 
-Run ``python -m evals.bench_serve --n 50 --json``.
+Run ``sopgraph bench serve --json`` (``--runs``, ``--concurrency``; default 50 and 50).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import math
@@ -134,7 +133,7 @@ def mcp_processes(root_pid: int) -> dict[str, int] | None:
         pid = todo.pop()
         todo.extend(children.get(pid, []))
         args = argv.get(pid, [])
-        for flag, module in zip(args, args[1:]):
+        for flag, module in zip(args, args[1:], strict=False):
             if flag == "-m" and module.startswith("mcp_servers."):
                 name = module.removeprefix("mcp_servers.")
                 found[name] = found.get(name, 0) + 1
@@ -393,25 +392,3 @@ async def bench_serve(
         name: await bench(n=n, concurrency=concurrency, sop=sop, inputs=inputs, home=home, **kw)
         for name, bench in BENCHES.items()
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int, default=50)
-    p.add_argument("--concurrency", type=int, default=50)
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
-    results = asyncio.run(bench_serve(args.n, args.concurrency))
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        for name, r in results.items():
-            print(
-                f"{name}: completed {r['completed']}/{r['n']}, failed {r['failed']}, "
-                f"p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, wall {r['wall_s']} s"
-            )
-    return 0 if all(r["failed"] == 0 for r in results.values()) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

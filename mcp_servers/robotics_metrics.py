@@ -1,7 +1,7 @@
 """Robotics metrics MCP server: a Prometheus-like API over a DuckDB file of long-form samples.
 
 Tools: ``list_metrics``, ``get_metric_metadata``, ``list_label_values``, ``execute_query``
-(instant) and ``execute_range_query``, speaking a small PromQL subset (see ``SUPPORTED``).
+(instant) and ``execute_range_query``, speaking a small PromQL subset (``mcp_servers/promql.py``).
 Run: ``python -m mcp_servers.robotics_metrics --db PATH [--transport streamable-http]``.
 
 Like a Prometheus head block, a metric's series are read into memory on first use, so a
@@ -10,10 +10,8 @@ query costs microseconds, not a table scan.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import threading
-from dataclasses import dataclass
 
 import duckdb
 import numpy as np
@@ -21,139 +19,20 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
 from mcp_servers.paging import READ_ONLY, check_page, parse_args, serve, slice_items
+from mcp_servers.promql import (
+    LABELS,
+    SUPPORTED,
+    Query,
+    eval_at,
+    matches,
+    parse_query,
+    parse_step,
+    parse_time,
+)
 
 ENV_DB = "SOPGRAPH_ROBOTICS_DB"
-LABELS = ("site", "station", "robot")
-LOOKBACK_S = 300  # an instant selector sees the latest sample up to 5 minutes old
 MAX_POINTS = 11_000  # per series, as Prometheus
 MAX_RESPONSE_POINTS = 100_000
-FUNCS = ("avg", "min", "max", "sum", "count", "last")
-SUPPORTED = (
-    'supported: metric{label="v",...} with = != =~ !~ on labels site/station/robot, '
-    "and avg|min|max|sum|count|last_over_time(selector[15m])"
-)
-_TOKEN = re.compile(
-    r"""\s*(?:(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)|(?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')"""
-    r"""|(?P<dur>\d+[smhd])|(?P<num>\d+(?:\.\d+)?)|(?P<op>=~|!~|!=|=)|(?P<punct>[{}(),\[\]]))"""
-)
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-@dataclass(frozen=True)
-class Query:
-    """A parsed query: ``func`` is None for a plain selector."""
-
-    metric: str
-    matchers: tuple[tuple[str, str, str], ...]
-    func: str | None = None
-    range_s: int = 0
-
-
-def _tokens(text: str) -> list[tuple[str, str, int]]:
-    out, i = [], 0
-    while i < len(text):
-        if text[i:].strip() == "":
-            break
-        m = _TOKEN.match(text, i)
-        if not m or m.end() == i:
-            raise ToolError(
-                f"parse error at char {i}: unexpected '{text[i : i + 10].strip()}'; {SUPPORTED}"
-            )
-        kind = m.lastgroup or ""
-        out.append((kind, m.group(kind), m.start(kind)))
-        i = m.end()
-    return out
-
-
-def parse_query(text: str) -> Query:
-    """Parse the PromQL subset; raises ToolError with a one-line message."""
-    toks = _tokens(text or "")
-    pos = 0
-
-    def peek(k: int = 0) -> tuple[str, str, int]:
-        return toks[pos + k] if pos + k < len(toks) else ("end", "", len(text or ""))
-
-    def take(kind: str, value: str | None = None, what: str = "") -> str:
-        nonlocal pos
-        k, v, at = peek()
-        if k != kind or (value is not None and v != value):
-            raise ToolError(
-                f"parse error at char {at}: expected {what or value or kind}, got '{v or 'end of query'}'; {SUPPORTED}"
-            )
-        pos += 1
-        return v
-
-    func, range_s = None, 0
-    if peek()[0] == "name" and peek(1)[1] == "(":
-        name = peek()[1]
-        if not name.endswith("_over_time") or name.removesuffix("_over_time") not in FUNCS:
-            raise ToolError(f"unsupported function '{name}'; {SUPPORTED}")
-        func = name.removesuffix("_over_time")
-        pos += 2
-    metric = take("name", what="a metric name")
-    matchers = []
-    if peek()[1] == "{":
-        pos += 1
-        while peek()[1] != "}":
-            label = take("name", what="a label name")
-            op = take("op", what="one of = != =~ !~")
-            raw = take("str", what="a quoted string")
-            matchers.append((label, op, raw[1:-1].encode().decode("unicode_escape")))
-            if peek()[1] == ",":
-                pos += 1
-            elif peek()[1] != "}":
-                take("punct", "}")
-        pos += 1
-    if func:
-        take("punct", "[", "'[' and a range such as [15m]")
-        dur = take("dur", what="a duration such as 15m")
-        range_s = int(dur[:-1]) * _UNITS[dur[-1]]
-        take("punct", "]")
-        take("punct", ")")
-    elif peek()[1] == "[":
-        raise ToolError(
-            f"a range vector cannot be returned; wrap it, e.g. avg_over_time({metric}[15m])"
-        )
-    if peek()[0] != "end":
-        k, v, at = peek()
-        raise ToolError(f"parse error at char {at}: expected end of query, got '{v}'; {SUPPORTED}")
-    for label, _, _ in matchers:
-        if label not in LABELS:
-            raise ToolError(f"unknown label '{label}'; labels are {', '.join(LABELS)}")
-    return Query(metric, tuple(matchers), func, range_s)
-
-
-def parse_time(value: str | float | int, what: str = "time") -> float:
-    """RFC 3339 (``2025-03-10T14:05:00Z``) or unix seconds."""
-    if isinstance(value, int | float):
-        return float(value)
-    text = str(value).strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ToolError(
-            f"bad {what} '{value}': use RFC 3339 like 2025-03-10T14:05:00Z or unix seconds"
-        ) from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=dt.UTC)
-    return t.timestamp()
-
-
-def parse_step(value: str | float | int) -> float:
-    if isinstance(value, int | float):
-        step = float(value)
-    else:
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)([smhd]?)\s*", str(value))
-        if not m:
-            raise ToolError(f"bad step '{value}': use a duration like 5m or seconds like 300")
-        step = float(m.group(1)) * _UNITS.get(m.group(2) or "s", 1)
-    if step <= 0:
-        raise ToolError("step must be positive")
-    return step
 
 
 def _fmt(v: float) -> str:
@@ -222,41 +101,28 @@ class SeriesStore:
     def select(self, q: Query) -> list[tuple[dict, np.ndarray, np.ndarray]]:
         out = []
         for labels, t, v in self.series(q.metric):
-            if all(_match(labels[label], op, want) for label, op, want in q.matchers):
+            if all(matches(labels[label], op, want) for label, op, want in q.matchers):
                 out.append((labels, t, v))
         return out
-
-
-def _match(have: str, op: str, want: str) -> bool:
-    if op == "=":
-        return have == want
-    if op == "!=":
-        return have != want
-    try:
-        hit = re.fullmatch(want, have) is not None
-    except re.error as exc:
-        raise ToolError(f"bad regular expression '{want}': {exc}") from None
-    return hit if op == "=~" else not hit
-
-
-def _eval_at(q: Query, t: np.ndarray, v: np.ndarray, at: float) -> float | None:
-    """The query's value for one series at one instant (window is (at - range, at])."""
-    width = q.range_s if q.func else LOOKBACK_S
-    lo = int(np.searchsorted(t, at - width, side="right"))
-    hi = int(np.searchsorted(t, at, side="right"))
-    if hi <= lo:
-        return None
-    w = v[lo:hi]
-    if q.func is None or q.func == "last":
-        return float(w[-1])
-    return float(
-        {"avg": np.mean, "min": np.min, "max": np.max, "sum": np.sum, "count": len}[q.func](w)
-    )
 
 
 def _labels(q: Query, labels: dict) -> dict:
     # Functions drop the metric name from the result, as Prometheus does.
     return labels.copy() if q.func else {"__name__": q.metric, **labels}
+
+
+def _reply(
+    result_type: str, result: list[dict], total: int, page: int, more: bool, nxt: int | None
+) -> dict:
+    """A Prometheus query response, with the page of series it holds."""
+    return {
+        "status": "success",
+        "data": {"resultType": result_type, "result": result},
+        "series_total": total,
+        "page": page,
+        "truncated": more,
+        "next_page": nxt,
+    }
 
 
 def build_server(db: str, preload: bool = True) -> FastMCP:
@@ -350,18 +216,11 @@ def build_server(db: str, preload: bool = True) -> FastMCP:
         )
         result = []
         for labels, t, v in series:
-            val = _eval_at(q, t, v, at)
+            val = eval_at(q, t, v, at)
             if val is not None:
                 result.append({"metric": _labels(q, labels), "value": [at, _fmt(val)]})
         chunk, more, nxt = slice_items(result, page, page_size)
-        return {
-            "status": "success",
-            "data": {"resultType": "vector", "result": chunk},
-            "series_total": len(result),
-            "page": page,
-            "truncated": more,
-            "next_page": nxt,
-        }
+        return _reply("vector", chunk, len(result), page, more, nxt)
 
     @mcp.tool(annotations=READ_ONLY)
     def execute_range_query(
@@ -403,19 +262,12 @@ def build_server(db: str, preload: bool = True) -> FastMCP:
         for labels, t, v in chunk:
             values = []
             for at in steps:
-                val = _eval_at(q, t, v, float(at))
+                val = eval_at(q, t, v, float(at))
                 if val is not None:
                     values.append([float(at), _fmt(val)])
             if values:
                 result.append({"metric": _labels(q, labels), "values": values})
-        return {
-            "status": "success",
-            "data": {"resultType": "matrix", "result": result},
-            "series_total": len(series),
-            "page": page,
-            "truncated": more,
-            "next_page": nxt,
-        }
+        return _reply("matrix", result, len(series), page, more, nxt)
 
     return mcp
 

@@ -54,6 +54,10 @@ class Unavailable(Exception):
 
 
 class Executor(Protocol):
+    """Decides nodes. An executor may also define ``serves(node) -> bool``: the chain passes
+    over nodes it does not serve without recording an attempt (e.g. the judge only takes
+    free-text conditions)."""
+
     name: str
 
     async def decide(self, node: Node, ctx: ToolContext) -> Outcome: ...
@@ -69,6 +73,9 @@ class ExecutorChain:
         attempts: list[dict[str, Any]] = []
         start = time.perf_counter()
         for ex in self.executors:
+            serves = getattr(ex, "serves", None)
+            if serves is not None and not serves(node):
+                continue
             try:
                 outcome = await ex.decide(node, ctx)
             except Unavailable as exc:

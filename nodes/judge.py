@@ -44,6 +44,9 @@ class JudgeExecutor:
     def __init__(self, judge: ConditionJudge | None = None, lm: dspy.BaseLM | None = None):
         self.judge = judge or ConditionJudge(lm=lm)
 
+    def serves(self, node: Node) -> bool:
+        return is_free_text_condition(node)
+
     async def decide(self, node: Node, ctx: ToolContext) -> Outcome:
         if not is_free_text_condition(node):
             raise Unavailable("the node names an API or data: not a free-text condition")

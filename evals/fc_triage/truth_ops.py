@@ -16,20 +16,22 @@ def _printer(f: Frames, q: Query) -> str:
     return printer_id(q.site, q.station)
 
 
-@truth("rc_robot_fault", station=True)
-def rc_robot_fault(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    state = f.state_at(_robot(f, q), q.ts)
+def _in_fault(f: Frames, equipment: str, ts: int) -> Truth:
+    """Whether ``equipment`` is in state ``fault`` at ``ts``."""
+    state = f.state_at(equipment, ts)
     if state is None:
         return Truth("no_data")
     return Truth("true" if state == "fault" else "false", {"state": state}, "fault")
+
+
+@truth("rc_robot_fault", station=True)
+def rc_robot_fault(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
+    return _in_fault(f, _robot(f, q), q.ts)
 
 
 @truth("rc_printer_fault", station=True)
 def rc_printer_fault(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    state = f.state_at(_printer(f, q), q.ts)
-    if state is None:
-        return Truth("no_data")
-    return Truth("true" if state == "fault" else "false", {"state": state}, "fault")
+    return _in_fault(f, _printer(f, q), q.ts)
 
 
 @truth("ct_robot_ticket_open", station=True)
@@ -69,20 +71,21 @@ def _since_event(f: Frames, eq: str, component: str, ts: int) -> int | None:
     return None if last is None else ts - last
 
 
+def _serviced_within(f: Frames, q: Query, component: str, limit: float, unit_s: int) -> Truth:
+    """Whether the station robot's ``component`` was serviced less than ``limit`` units ago."""
+    age = _since_event(f, _robot(f, q), component, q.ts)
+    recent = age is not None and age < limit * unit_s
+    return Truth("true" if recent else "false", {"age_s": age}, limit)
+
+
 @truth("ct_cup_recently_replaced", station=True)
 def ct_cup_recently_replaced(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    age = _since_event(f, _robot(f, q), "suction_cup", q.ts)
-    limit = p["cup_replaced_days"] * 86400
-    recent = age is not None and age < limit
-    return Truth("true" if recent else "false", {"age_s": age}, p["cup_replaced_days"])
+    return _serviced_within(f, q, "suction_cup", p["cup_replaced_days"], 86400)
 
 
 @truth("ct_lens_cleaned_recently", station=True)
 def ct_lens_cleaned_recently(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    age = _since_event(f, _robot(f, q), "camera_lens", q.ts)
-    limit = p["lens_clean_hours"] * 3600
-    recent = age is not None and age < limit
-    return Truth("true" if recent else "false", {"age_s": age}, p["lens_clean_hours"])
+    return _serviced_within(f, q, "camera_lens", p["lens_clean_hours"], 3600)
 
 
 @truth("rc_print_head_worn", station=True)

@@ -26,12 +26,39 @@ def _pick_rate(f: Frames, station: str, ts: int, minutes: float) -> tuple[str, f
     return "ok", float(err[both].sum()) / total * 100
 
 
+def _mean_vs(f: Frames, q: Query, metric: str, minutes: float, op: str, thr: float) -> Truth:
+    """The station's mean of ``metric`` over the window, compared with ``thr``."""
+    m = _mean(f, metric, q, minutes)
+    if m is None:
+        return Truth("no_data", None, thr)
+    return compare(m, op, thr)
+
+
+def _pick_rate_vs(f: Frames, q: Query, minutes: float, op: str, thr: float) -> Truth:
+    """The station's pick error rate over the window, compared with ``thr``."""
+    kind, rate = _pick_rate(f, q.station, q.ts, minutes)
+    if kind == "no_data":
+        return Truth("no_data", None, thr)
+    if kind == "zero":
+        return Truth("false", {"attempts": 0}, thr)
+    return compare(rate, op, thr)
+
+
+def _spread(f: Frames, q: Query, metric: str, thr: float, at_least: int, key: str) -> Truth:
+    """Whether at least ``at_least`` stations' 15-minute mean of ``metric`` exceeds ``thr``."""
+    means = {s: _mean(f, metric, Query(q.site, q.ts, s), 15) for s in f.fr.stations}
+    means = {s: m for s, m in means.items() if m is not None}
+    if not means:
+        return Truth("no_data", None, at_least)
+    high = sorted(s for s, m in means.items() if m > thr)
+    margin = min(abs(m - thr) for m in means.values())
+    t = compare(len(high), ">=", at_least, {key: high})
+    return t._replace(margin=margin)
+
+
 @truth("obs_station_idle", station=True)
 def obs_station_idle(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    m = _mean(f, "station_idle_pct", q, 15)
-    if m is None:
-        return Truth("no_data", None, p["idle_pct_threshold"])
-    return compare(m, ">", p["idle_pct_threshold"])
+    return _mean_vs(f, q, "station_idle_pct", 15, ">", p["idle_pct_threshold"])
 
 
 @truth("rc_robot_telemetry_gap", station=True)
@@ -43,37 +70,18 @@ def rc_robot_telemetry_gap(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
 
 @truth("obs_idle_spread")
 def obs_idle_spread(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    thr = p["idle_pct_threshold"]
-    means = {s: _mean(f, "station_idle_pct", Query(q.site, q.ts, s), 15) for s in f.fr.stations}
-    means = {s: m for s, m in means.items() if m is not None}
-    if not means:
-        return Truth("no_data", None, p["min_idle_stations"])
-    idle = sorted(s for s, m in means.items() if m > thr)
-    margin = min(abs(m - thr) for m in means.values())
-    t = compare(len(idle), ">=", p["min_idle_stations"], {"idle_stations": idle})
-    return t._replace(margin=margin)
+    thr, at_least = p["idle_pct_threshold"], p["min_idle_stations"]
+    return _spread(f, q, "station_idle_pct", thr, at_least, "idle_stations")
 
 
 @truth("obs_pick_error_high", station=True)
 def obs_pick_error_high(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    kind, rate = _pick_rate(f, q.station, q.ts, 30)
-    thr = p["pick_error_pct_threshold"]
-    if kind == "no_data":
-        return Truth("no_data", None, thr)
-    if kind == "zero":
-        return Truth("false", {"attempts": 0}, thr)
-    return compare(rate, ">", thr)
+    return _pick_rate_vs(f, q, 30, ">", p["pick_error_pct_threshold"])
 
 
 @truth("ct_error_rate_critical", station=True)
 def ct_error_rate_critical(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    kind, rate = _pick_rate(f, q.station, q.ts, 15)
-    thr = p["critical_pick_error_pct"]
-    if kind == "no_data":
-        return Truth("no_data", None, thr)
-    if kind == "zero":
-        return Truth("false", {"attempts": 0}, thr)
-    return compare(rate, ">=", thr)
+    return _pick_rate_vs(f, q, 15, ">=", p["critical_pick_error_pct"])
 
 
 @truth("obs_pick_error_spread")
@@ -97,55 +105,33 @@ def obs_pick_error_spread(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
 
 @truth("rc_suction_cup_worn", station=True)
 def rc_suction_cup_worn(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    m = _mean(f, "suction_vacuum_kpa", q, 30)
-    if m is None:
-        return Truth("no_data", None, p["suction_vacuum_min_kpa"])
-    return compare(m, "<", p["suction_vacuum_min_kpa"])
+    return _mean_vs(f, q, "suction_vacuum_kpa", 30, "<", p["suction_vacuum_min_kpa"])
 
 
 @truth("rc_camera_degraded", station=True)
 def rc_camera_degraded(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    m = _mean(f, "camera_read_fail_pct", q, 30)
-    if m is None:
-        return Truth("no_data", None, p["camera_fail_pct_threshold"])
-    return compare(m, ">", p["camera_fail_pct_threshold"])
+    return _mean_vs(f, q, "camera_read_fail_pct", 30, ">", p["camera_fail_pct_threshold"])
 
 
 @truth("obs_camera_fail_high", station=True)
 def obs_camera_fail_high(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    m = _mean(f, "camera_read_fail_pct", q, 15)
-    if m is None:
-        return Truth("no_data", None, p["camera_alarm_pct"])
-    return compare(m, ">", p["camera_alarm_pct"])
+    return _mean_vs(f, q, "camera_read_fail_pct", 15, ">", p["camera_alarm_pct"])
 
 
 @truth("obs_camera_fail_spread")
 def obs_camera_fail_spread(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    thr = p["camera_alarm_pct"]
-    means = {s: _mean(f, "camera_read_fail_pct", Query(q.site, q.ts, s), 15) for s in f.fr.stations}
-    means = {s: m for s, m in means.items() if m is not None}
-    if not means:
-        return Truth("no_data", None, p["camera_spread_min"])
-    high = sorted(s for s, m in means.items() if m > thr)
-    margin = min(abs(m - thr) for m in means.values())
-    t = compare(len(high), ">=", p["camera_spread_min"], {"stations": high})
-    return t._replace(margin=margin)
+    thr, at_least = p["camera_alarm_pct"], p["camera_spread_min"]
+    return _spread(f, q, "camera_read_fail_pct", thr, at_least, "stations")
 
 
 @truth("rc_label_defects", station=True)
 def rc_label_defects(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    m = _mean(f, "label_print_fail_pct", q, 30)
-    if m is None:
-        return Truth("no_data", None, p["label_fail_pct_threshold"])
-    return compare(m, ">", p["label_fail_pct_threshold"])
+    return _mean_vs(f, q, "label_print_fail_pct", 30, ">", p["label_fail_pct_threshold"])
 
 
 @truth("obs_label_fail_high", station=True)
 def obs_label_fail_high(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    m = _mean(f, "label_print_fail_pct", q, 15)
-    if m is None:
-        return Truth("no_data", None, p["label_fail_pct_threshold"])
-    return compare(m, ">", p["label_fail_pct_threshold"])
+    return _mean_vs(f, q, "label_print_fail_pct", 15, ">", p["label_fail_pct_threshold"])
 
 
 @truth("rc_label_stock_low", station=True)

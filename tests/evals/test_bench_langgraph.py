@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-from fc_world import fc_home  # noqa: F401
+from fc_world import fc_home, fc_world  # noqa: F401
 
 from evals.bench_serve import BENCHES, bench_langgraph, triage_inputs
 from sopgraph.langgraph_dev import CONFIG, LangGraphDev
-
-pytestmark = pytest.mark.slow
 
 TRIAGE_SERVERS = {"conveyance_warehouse": 1, "ops_store": 1, "robotics_metrics": 1}
 

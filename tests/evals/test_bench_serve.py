@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from fc_world import fc_home  # noqa: F401
+from fc_world import fc_home, fc_world  # noqa: F401
 
 from evals.bench_serve import (
     REPO,

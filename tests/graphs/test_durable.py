@@ -2,75 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections import Counter
-
-from sop_factory import make_sop
-
-from tools.invocation_log import InvocationLog
-
-SOP = {
-    "id": "durable",
-    "entry": {"alarm": ["first"]},
-    "nodes": {
-        "first": {"kind": "observation", "text": "first", "next": {"true": ["slow", "quick"]}},
-        "slow": {"kind": "root_cause", "text": "slow", "next": {"true": ["after"]}},
-        "quick": {"kind": "root_cause", "text": "quick", "next": {"true": ["after"]}},
-        "after": {"kind": "constraint", "text": "after", "next": {"true": ["act"]}},
-        "act": {"kind": "action", "text": "act"},
-    },
-}
-SLOW = """
-marker = os.path.join(os.environ["SOPGRAPH_HOME"], "slow_started")
-first_time = not os.path.exists(marker)
-open(marker, "a").write("x")
-await asyncio.sleep(30 if first_time else 0.1)
-return Verdict(value=True)
-"""
-OK = "return Verdict(value=True)"
-
-
-def _cli(home, *args):
-    env = {**os.environ, "SOPGRAPH_HOME": str(home)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "sopgraph", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+from kill_resume import kill_mid_tool_then_resume
 
 
 def test_sigkill_mid_tool_then_resume(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    root = make_sop(tmp_path / "sop", SOP, {"first": OK, "slow": SLOW, "quick": OK, "after": OK})
-    args = ["run", str(root), "--input", '{"type": "alarm"}', "--thread", "kill-me", "--json"]
-    proc = _cli(home, *args)
-    marker = home / "slow_started"
-    deadline = time.time() + 60
-    while not marker.exists():
-        assert proc.poll() is None, proc.stderr.read()
-        assert time.time() < deadline, "the slow tool never started"
-        time.sleep(0.05)
-    time.sleep(0.5)  # let the sibling finish and its write be checkpointed
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    log = InvocationLog(home / "invocations.sqlite")
-    before = Counter(r["node"] for r in log.query(run_id="kill-me") if r["error"] is None)
-    assert before == {"first": 1, "quick": 1}, before
-
-    resumed = _cli(home, *args)
-    out, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err
-    result = json.loads(out)
-    assert result["status"] == "done" and result["resumed"] is True
-    assert [a["node"] for a in result["actions"]] == ["act"]
-    after = Counter(r["node"] for r in log.query(run_id="kill-me") if r["error"] is None)
-    assert after == {"first": 1, "quick": 1, "slow": 1, "after": 1}, after
-    assert marker.read_text() == "xx"  # slow started twice: once killed, once to completion
+    run = kill_mid_tool_then_resume(tmp_path, "durable", "kill-me")
+    assert run.before == {"first": 1, "quick": 1}, run.before
+    assert run.result["status"] == "done" and run.result["resumed"] is True
+    assert [a["node"] for a in run.result["actions"]] == ["act"]
+    assert run.after == {"first": 1, "quick": 1, "slow": 1, "after": 1}, run.after
+    assert run.slow_starts == "xx"  # slow started twice: once killed, once to completion

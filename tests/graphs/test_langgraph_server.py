@@ -75,7 +75,7 @@ def gated_target(root: Path) -> Target:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, fc_home):
+def server(tmp_path_factory, fc_home):  # noqa: F811
     work = tmp_path_factory.mktemp("langgraph")
     in_repo = (REPO / ".langgraph_api").exists()
     # The repository's own langgraph.json, the server started in a scratch folder.
@@ -168,10 +168,10 @@ async def test_graphs_of_langgraph_json_are_served(server):
     client = get_client(url=srv.url)
     served = {a["graph_id"] for a in await client.assistants.search(limit=100)}
     assert served >= set(json.loads((REPO / "langgraph.json").read_text())["graphs"])
-    drawing = await client.assistants.get_graph("service_interruption")
-    ids = {n["id"] for n in drawing["nodes"]}
-    sop = load_sop(resolve_sop("service_interruption"))
-    assert set(sop.nodes) <= ids
+    for graph in ("service_interruption", "fc_alarm_triage"):
+        drawing = await client.assistants.get_graph(graph)
+        ids = {n["id"] for n in drawing["nodes"]}
+        assert set(load_sop(resolve_sop(graph)).nodes) <= ids, graph
 
 
 @pytest.mark.parametrize("decision", ["approve", "reject"])

@@ -14,14 +14,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from fc_world import fc_home, fc_world  # noqa: F401
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from sop_factory import make_sop
 
+from evals.fc_triage.dataset import load_scenarios
 from graphs.loader import load_sop
 
 REPO = Path(__file__).resolve().parents[2]
+TRIAGE = "fc_outbound_dock_triage"
+TRIAGE_DIR = REPO / "examples" / "fc_alarm_triage"
 SERVICE = "service_interruption_handling"
 SERVICE_DIR = REPO / "examples" / "service_interruption"
 INSPECTOR_VERSION = "2.12.0"
@@ -223,6 +227,40 @@ async def test_stdio_official_client(server_env):
             await session.call_tool("resume_run", {"run_id": paused, "decision": "approve"})
         )
         assert done["status"] == "done" and done["path"] == ["check", "act_restart", "act_confirm"]
+
+
+async def test_stdio_triage_alarm_pauses_and_resumes_approved(fc_world, fc_home, tmp_path):  # noqa: F811
+    # An alarm of the test world whose faithful triage reaches exactly one gated action.
+    sop = load_sop(TRIAGE_DIR)
+    gated = {n for n, node in sop.nodes.items() if node.approval == "required"}
+    scenarios = load_scenarios(fc_world.scenarios)
+    alarm = next(s for s in scenarios if len(gated & set(s.actions)) == 1)
+    env = {**os.environ, "SOPGRAPH_HOME": str(fc_home), "SOPGRAPH_SOPS": str(TRIAGE_DIR)}
+    checkpoint = ["--checkpoint", str(tmp_path / "checkpoints.sqlite")]
+    params = _stdio(env)
+    params.args += checkpoint
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        paused = _call_json(
+            await session.call_tool("run_sop", {"sop_id": TRIAGE, "input": alarm.input})
+        )
+        assert paused["status"] == "interrupted", paused["unresolved"]
+        (pending,) = paused["pending"]
+        assert pending["node"] in alarm.actions and pending["node"] in gated
+        done = _call_json(
+            await session.call_tool(
+                "resume_run", {"run_id": paused["run_id"], "decision": "approve"}
+            )
+        )
+    assert done["status"] == "done" and done["run_id"] == paused["run_id"]
+    assert done["path"][: len(paused["path"])] == paused["path"]
+    assert pending["node"] in done["path"][len(paused["path"]) :]
+    decided = {n: v["value"] for n, v in done["verdicts"].items() if sop.nodes[n].kind != "action"}
+    assert decided == alarm.verdicts
+    assert sorted(a["node"] for a in done["actions"]) == sorted(alarm.actions)
+    action = next(a for a in done["actions"] if a["node"] == pending["node"])
+    assert action["approved"] is True and action["by"] == "human"
+    assert action["status"] == "executed"
 
 
 def _free_port() -> int:

@@ -160,9 +160,11 @@ async def test_subagent_that_never_calls_the_tool_falls_back_to_codeact(sop_dir)
 
 def test_executors_for_rejects_unknown_or_modelless_architectures(tmp_path):
     registry = Registry(tmp_path / "tools")
-    assert [e.name for e in executors_for("direct", None, registry)] == ["tool", "codeact"]
+    # the judge only serves free-text nodes (no API, no data hint); the chain skips it otherwise
+    assert [e.name for e in executors_for("direct", None, registry)] == ["tool", "judge", "codeact"]
     assert [e.name for e in executors_for("subagent", ScriptedAgentModel(), registry)] == [
         "subagent",
+        "judge",
         "codeact",
     ]
     with pytest.raises(ArchitectureError, match="unknown architecture 'react'"):

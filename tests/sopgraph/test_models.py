@@ -1,23 +1,11 @@
-import os
-from pathlib import Path
-
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from model_env import clean_env  # noqa: F401 - the autouse fixture
 
 from sopgraph.models import ChatOpenAICompatible, chat_model, dspy_lm
 from sopgraph.settings import Settings, SettingsError
 
 BEDROCK = "bedrock:anthropic.claude-3-5-sonnet-20240620-v1:0"
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith(("SOPGRAPH_", "AWS_", "OPENAI_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.chdir(tmp_path)
 
 
 def test_openai_compatible_endpoint():

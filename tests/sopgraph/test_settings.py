@@ -1,23 +1,9 @@
-import os
-from pathlib import Path
-
 import pytest
+from model_env import clean_env  # noqa: F401 - the autouse fixture
 
 from sopgraph.settings import Settings, SettingsError
 
 BEDROCK = "bedrock:anthropic.claude-3-5-sonnet-20240620-v1:0"
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No SOPGRAPH_*/AWS_*/OPENAI_* from the developer's shell; cwd without sopgraph.toml."""
-    for name in list(os.environ):
-        if name.startswith(("SOPGRAPH_", "AWS_", "OPENAI_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def one_line(exc: pytest.ExceptionInfo[SettingsError]) -> str:
@@ -50,8 +36,8 @@ def test_bedrock_model_id_keeps_its_colon():
     assert Settings(model=BEDROCK).model_name == "anthropic.claude-3-5-sonnet-20240620-v1:0"
 
 
-def test_default_config_file_below_environment_below_arguments(clean_env, monkeypatch):
-    (clean_env / "sopgraph.toml").write_text(
+def test_default_config_file_below_environment_below_arguments(tmp_path, monkeypatch):
+    (tmp_path / "sopgraph.toml").write_text(
         'model = "ollama:llama3.2"\ntemperature = 0.2\nmax_tokens = 300\n'
     )
     assert Settings().model == "ollama:llama3.2"
@@ -64,8 +50,8 @@ def test_default_config_file_below_environment_below_arguments(clean_env, monkey
     )
 
 
-def test_config_from_sopgraph_config_yaml(clean_env, monkeypatch):
-    path = clean_env / "conf" / "models.yaml"
+def test_config_from_sopgraph_config_yaml(tmp_path, monkeypatch):
+    path = tmp_path / "conf" / "models.yaml"
     path.parent.mkdir()
     path.write_text("model: local\nlocal_n_ctx: 1024\n")
     monkeypatch.setenv("SOPGRAPH_CONFIG", str(path))
@@ -73,8 +59,8 @@ def test_config_from_sopgraph_config_yaml(clean_env, monkeypatch):
     assert (settings.provider, settings.local_n_ctx) == ("local", 1024)
 
 
-def test_config_argument(clean_env):
-    path = clean_env / "other.toml"
+def test_config_argument(tmp_path):
+    path = tmp_path / "other.toml"
     path.write_text('model = "local"\n')
     assert Settings(config=path).model == "local"
 
@@ -89,8 +75,8 @@ def test_config_argument(clean_env):
         ("c.ini", "model=local\n", "must end in .toml, .yaml or .yml"),
     ],
 )
-def test_bad_config_file_is_one_line(clean_env, monkeypatch, file, text, expected):
-    (clean_env / file).write_text(text)
+def test_bad_config_file_is_one_line(tmp_path, monkeypatch, file, text, expected):
+    (tmp_path / file).write_text(text)
     if file != "sopgraph.toml":
         monkeypatch.setenv("SOPGRAPH_CONFIG", file)
     with pytest.raises(SettingsError) as exc:
