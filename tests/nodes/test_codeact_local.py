@@ -2,22 +2,22 @@
 
 Plumbing, not wisdom: a 135M model writes poor code, so the assertions are that every turn is
 well-formed and accounted for, failures are handled, and the node ends in a verdict or in a
-clear one-line reason. The MCP server is the alarm-triage robotics server over the built world
-(``python -m evals.fc_triage.build``) when present, else the toy server in tests/servers.
+clear one-line reason. The MCP server is the alarm-triage robotics server over the session's
+built world (tests/fc_world.py).
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from fc_world import fc_world  # noqa: F401
 
 from graphs.model import Node, Verdict
 from nodes.codeact import CodeActExecutor
 from nodes.executor import ToolContext
-from nodes.mcp_client import McpPool, ServerConfig, home_dir
+from nodes.mcp_client import McpPool, ServerConfig
 from prompts.verdict import ExtractionError, VerdictExtractor
 from sopgraph.local_llm import LocalModelServer, LocalModelUnavailable, ensure_installed
 from sopgraph.models import chat_model, dspy_lm
@@ -30,8 +30,6 @@ try:
 except LocalModelUnavailable as exc:
     pytest.skip(str(exc), allow_module_level=True)
 
-WORLD_DB = home_dir() / "fc_world" / "robotics.duckdb"
-TOY = Path(__file__).resolve().parents[1] / "servers" / "toy_metrics.py"
 QUESTION = "The alarmed induct station was idle more than 25% of the time over the last 15 minutes."
 
 
@@ -43,13 +41,8 @@ def local() -> Settings:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def pool():
-    if WORLD_DB.is_file():
-        args = ["-m", "mcp_servers.robotics_metrics", "--db", str(WORLD_DB)]
-        print(f"\nMCP: alarm-triage robotics server over {WORLD_DB}")
-    else:
-        args = [str(TOY), "--name", "robotics"]
-        print("\nMCP: toy server (build the alarm-triage world for the real one)")
+async def pool(fc_world):  # noqa: F811
+    args = ["-m", "mcp_servers.robotics_metrics", "--db", str(fc_world.robotics)]
     async with McpPool({"robotics": ServerConfig(command=sys.executable, args=args)}) as p:
         yield p
 
