@@ -20,7 +20,8 @@ from graphs.services import Services
 from graphs.state import RunState
 from graphs.topology import nodes_in_cycles, parents_of
 from nodes.action import decide_approval
-from nodes.executor import Unavailable
+from nodes.executor import ExecutorChain, Unavailable
+from nodes.tool_node import ToolExecutor
 from sopgraph.telemetry import node_span, record_action, record_outcome
 
 APPROVAL_POLICIES = ("ask", "approve", "reject")
@@ -56,6 +57,8 @@ class _NodeRunner:
         self.services = services
         self.parents = parents
         self.in_cycle = in_cycle
+        # an action performs its own tool, if it has one; no sub-agent improvises an action
+        self.action_tool = ToolExecutor(services.registry, services.log) if node.is_action else None
 
     async def __call__(self, state: RunState, config: RunnableConfig) -> Command:
         node = self.node
@@ -166,7 +169,7 @@ class _NodeRunner:
         fired_on_error: list[str] = []
         outcome = None
         if approved and self.services.registry.has(node.tool_name):
-            outcome = await self.services.chain.decide(node, ctx)
+            outcome = await ExecutorChain([self.action_tool]).decide(node, ctx)
             record["result"] = outcome.verdict.observed if outcome.verdict else None
             if outcome.verdict is None:
                 record["error"] = outcome.error

@@ -233,3 +233,33 @@ async def test_unknown_input_type_is_one_clear_error(tmp_path):
     async with Session(root, mcp=False) as s:
         with pytest.raises(InputError, match="unknown input type 'nope'.*use one of: alarm"):
             await s.run({"type": "nope"})
+
+
+ACTION_TOOL = {
+    "id": "action_tool",
+    "entry": {"alarm": ["check"]},
+    "nodes": {
+        "check": _obs({"true": ["escalate"]}),
+        "escalate": _act(next={"true": ["log_done"], "on_error": ["page_human"]}),
+        "log_done": _act(),
+        "page_human": _act(),
+    },
+}
+
+
+@pytest.mark.parametrize("body,path,status", [
+    ("return Verdict(value=True, observed={'ticket': 'T-1'})", ["check", "escalate", "log_done"], "done"),
+    ("raise RuntimeError('ticketing down')", ["check", "escalate", "page_human"], "unresolved"),
+])  # fmt: skip
+async def test_action_runs_its_own_tool_and_follows_on_error(tmp_path, body, path, status):
+    root = make_sop(tmp_path / "sop", ACTION_TOOL, {"check": "return Verdict(value=True)",
+                                                     "escalate": body})  # fmt: skip
+    async with Session(root, mcp=False) as s:
+        result = await s.run({"type": "alarm"})
+    assert result.path == path and result.status == status
+    record = result.actions[0]
+    if status == "done":
+        assert record["status"] == "executed" and record["result"] == {"ticket": "T-1"}
+    else:
+        assert record["status"] == "failed" and "ticketing down" in record["error"]
+        assert "ticketing down" in result.unresolved["escalate"]
