@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,7 @@ class McpPool:
         self._ready: asyncio.Future | None = None
         self._stop: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
+        self._errlogs: dict[str, Any] = {}
 
     async def __aenter__(self) -> McpPool:
         await self.start()
@@ -132,8 +134,10 @@ class McpPool:
                 env={**os.environ, **cfg.env},
                 cwd=cfg.cwd,
             )
-            errlog = open(os.devnull, "w")  # noqa: SIM115 - closed by the exit stack
+            # the server's stderr, kept so that a server that fails to start can say why
+            errlog = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by the exit stack
             stack.callback(errlog.close)
+            self._errlogs[name] = errlog
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
@@ -146,7 +150,8 @@ class McpPool:
                     for name, cfg in self.servers.items():
                         self.sessions[name] = await self._open(stack, name, cfg)
                 except Exception as exc:  # noqa: BLE001 - reported to the caller of start()
-                    self._ready.set_exception(McpError(f"cannot start MCP server '{name}': {exc}"))
+                    why = self._last_error_line(name) or str(exc) or type(exc).__name__
+                    self._ready.set_exception(McpError(f"cannot start MCP server '{name}': {why}"))
                     return
                 self._ready.set_result(None)
                 await self._stop.wait()
@@ -154,6 +159,15 @@ class McpPool:
             self.sessions.clear()
             if not self._ready.done():
                 self._ready.set_exception(McpError("MCP pool stopped before it was ready"))
+
+    def _last_error_line(self, name: str) -> str:
+        log = self._errlogs.get(name)
+        if log is None or log.closed:
+            return ""
+        log.flush()
+        log.seek(0)
+        lines = [ln.strip() for ln in log.read().splitlines() if ln.strip()]
+        return lines[-1].removeprefix("error: ") if lines else ""
 
     async def close(self) -> None:
         if self._owner is None:
