@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, nullcontext
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,6 +52,7 @@ class RunResult(BaseModel):
     unresolved: dict[str, str] = Field(default_factory=dict)
     interrupts: list[dict[str, Any]] = Field(default_factory=list)
     resumed: bool = False
+    stored: bool = False  # the thread had already finished or paused: nothing was run now
 
     @property
     def interrupt(self) -> dict[str, Any] | None:
@@ -99,6 +101,17 @@ def check_input(sop: Sop, inp: Any) -> dict[str, Any]:
         got = inp.get("type")
         what = f"unknown input type {got!r}" if got is not None else "input has no 'type'"
         raise InputError(f"{what} for SOP {sop.id}; use one of: {kinds}")
+    for key in ("site", "timestamp"):
+        if key in inp and inp[key] is not None and not isinstance(inp[key], str):
+            raise InputError(f"input '{key}' must be a string, got {inp[key]!r}")
+    ts = inp.get("timestamp")
+    if ts:
+        try:
+            datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        except ValueError:
+            raise InputError(
+                f"input 'timestamp' {ts!r} is not an ISO 8601 time such as 2025-03-03T04:20:59Z"
+            ) from None
     return inp
 
 
@@ -207,7 +220,7 @@ class Session:
         if snapshot.values:
             if snapshot.next and not snapshot.interrupts:
                 return await self._invoke(None, config, on_step, "continue", snapshot)
-            return await self.result(thread_id)
+            return await self.result(thread_id, stored=True)
         check_input(self.sop, inp)
         return await self._invoke({"input": inp}, config, on_step, "start")
 
@@ -224,7 +237,11 @@ class Session:
         if not snapshot.values:
             raise InputError(f"no run with thread id {thread_id!r}; start one with `sopgraph run`")
         if not snapshot.interrupts:
-            raise InputError(f"run {thread_id!r} is not waiting for a decision")
+            state = "has finished" if not snapshot.next else "is not paused at a gated action"
+            raise InputError(
+                f"run {thread_id!r} {state}, so there is nothing to approve or reject; "
+                f"show it with `sopgraph run <sop> --thread {thread_id}`"
+            )
         try:
             decide_approval(decision)
         except DecisionError as exc:
@@ -261,7 +278,9 @@ class Session:
             record_run(span, result.status, result.input, result.path)
         return result
 
-    async def result(self, thread_id: str, resumed: bool = False) -> RunResult:
+    async def result(
+        self, thread_id: str, resumed: bool = False, stored: bool = False
+    ) -> RunResult:
         snapshot = await self.graph.aget_state(self._config(thread_id))
         values = snapshot.values or {}
         interrupts = [
@@ -283,6 +302,7 @@ class Session:
             unresolved=unresolved,
             interrupts=interrupts,
             resumed=resumed,
+            stored=stored,
         )
 
 

@@ -5,15 +5,93 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from graphs.loader import SopError, load_sop
+
+# What ``sopgraph --help`` shows; the module docstring above is for developers.
+DESCRIPTION = (
+    "Compile written SOPs into LangGraph state machines: validate, draw, run and resume them, "
+    "manage their compiled tools, and measure them. Exit codes: 0 success, 1 a run ended with "
+    "unresolved nodes, 2 a mistake in the input."
+)
 
 
 class UserError(Exception):
     """A mistake the user can fix; printed as one ``error:`` line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's one-line ``error:`` format (subparsers inherit the class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message}; see `{self.prog} --help`\n")
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1 to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (1 to 65535)")
+    return port
+
+
+def write_output(path: str | Path, text: str) -> Path:
+    """Write a command's output file, creating its folder; a bad path is a UserError."""
+    out = Path(path)
+    if out.is_dir():
+        raise UserError(f"-o {out}: is a folder; give a file name inside it")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    except OSError as exc:
+        raise UserError(f"-o {out}: cannot write it ({exc.strerror}); pick another path") from None
+    return out
+
+
+def check_checkpoint(spec: str | None, *, must_exist: bool = False) -> None:
+    """Refuse a SQLite checkpoint path that cannot be one, before servers start.
+
+    ``must_exist`` (resume): opening a missing file would create an empty store and report
+    the thread as unknown, hiding that the path is wrong.
+    """
+    if spec == "memory" or (spec or "").startswith(("postgres://", "postgresql://")):
+        return
+    if spec is None:
+        from graphs.runner import default_checkpoint_path
+
+        path = default_checkpoint_path()
+    else:
+        path = Path(spec)
+    if path.is_dir():
+        raise UserError(f"--checkpoint {path}: is a folder; give a SQLite file path")
+    if must_exist and not path.exists():
+        raise UserError(
+            f"no checkpoint store at {path}; pass the --checkpoint the run used"
+            " (runs without one use $SOPGRAPH_HOME/checkpoints.sqlite, default .sopgraph/)"
+        )
+
+
+def _store_error(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """The one-line message for a checkpoint store that cannot be opened, else None."""
+    if not hasattr(args, "checkpoint"):
+        return None
+    psycopg = sys.modules.get("psycopg")
+    is_pg = psycopg is not None and isinstance(exc, psycopg.OperationalError)
+    is_sqlite = isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc)
+    if not (is_pg or is_sqlite):
+        return None
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return (
+        f"error: --checkpoint {args.checkpoint or '(default)'}: cannot open the checkpoint store"
+        f" ({first}); give a writable SQLite file or a reachable postgres:// URL"
+    )
 
 
 # Exceptions a user can cause, by module. Only modules already imported are consulted: an
@@ -43,7 +121,12 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    sop = load_sop(args.path)
+    try:
+        sop = load_sop(args.path)
+    except SopError as exc:
+        if args.json:  # stdout stays parseable; the error lines still go to stderr
+            _print_json({"ok": False, "errors": [vars(p) for p in exc.problems]})
+        raise
     decisions, actions = len(sop.decision_nodes), len(sop.action_nodes)
     if args.json:
         _print_json(
@@ -65,10 +148,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _read_input(spec: str) -> dict[str, Any]:
-    text = sys.stdin.read() if spec == "-" else None
-    if text is None:
+    if spec == "-":
+        text = sys.stdin.read()
+    elif spec.lstrip().startswith(("{", "[")):
+        text = spec
+    else:
         p = Path(spec)
-        text = p.read_text() if p.exists() else spec
+        if not p.is_file():
+            what = "is a folder" if p.is_dir() else "no such file"
+            raise UserError(
+                f"--input {spec}: {what}; pass a JSON file, '-' for stdin, or an inline JSON object"
+            )
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"--input {spec}: cannot read it ({exc}); pass a JSON file") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -90,10 +184,12 @@ def _print_result(result: Any, as_json: bool) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    # Input mistakes first: the engine's imports take seconds.
+    inp = _read_input(args.input) if args.input else {}
+    check_checkpoint(args.checkpoint)
     from graphs.runner import Session
     from nodes.architectures import load_models
 
-    inp = _read_input(args.input) if args.input else {}
     models = load_models()  # SOPGRAPH_MODEL; none is fine for --arch direct
     if args.arch != "direct" and models.chat is None:
         raise UserError(
@@ -120,6 +216,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    check_checkpoint(args.checkpoint, must_exist=True)
     from graphs.runner import Session
     from nodes.architectures import load_models
 
@@ -146,12 +243,13 @@ def cmd_graph(args: argparse.Namespace) -> int:
     if args.format == "mermaid":
         text = drawing.to_mermaid(sop)
         if args.output:
-            Path(args.output).write_text(text)
-            print(f"wrote {args.output}")
+            print(f"wrote {write_output(args.output, text)}")
         else:
             print(text)
         return 0
     out = Path(args.output or f"{sop.id}.png")
+    if out.is_dir():
+        raise UserError(f"-o {out}: is a folder; give a file name inside it")
     drawing.render_png(sop, out)
     print(f"wrote {out}")
     return 0
@@ -164,7 +262,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     sop = import_file(args.kind, Path(args.file))
     text = dump_sop_yaml(sop)
     if args.output:
-        Path(args.output).write_text(text)
+        write_output(args.output, text)
         print(
             f"wrote {args.output}: {sop.id}: {len(sop.decision_nodes)} decision nodes, "
             f"{len(sop.action_nodes)} action nodes"
@@ -178,7 +276,19 @@ def cmd_tools(args: argparse.Namespace) -> int:
     from tools import commands
 
     sop_dir = Path(args.sop)
+    if not sop_dir.exists():
+        raise UserError(f"{sop_dir}: no such SOP file or folder; check the path")
+    if sop_dir.is_dir() and not (sop_dir / "sop.yaml").exists():
+        raise UserError(f"{sop_dir}: no sop.yaml in this folder; give an SOP file or its folder")
     sop_dir = sop_dir if sop_dir.is_dir() else sop_dir.parent
+    takes = {"list": 0, "promote": 2, "revert": 1, "remove": 1, "rehash": 1}[args.action]
+    given = [a for a in (args.node, args.version) if a is not None]
+    if len(given) > takes:
+        usage = {"list": "SOP", "revert": "SOP NODE", "remove": "SOP NODE", "rehash": "SOP [NODE]"}
+        raise UserError(
+            f"sopgraph tools {args.action}: too many arguments ({' '.join(map(str, given))});"
+            f" usage: sopgraph tools {args.action} {usage[args.action]}"
+        )
     if args.action == "list":
         print(commands.tools_list(sop_dir, as_json=args.json))
     elif args.action == "promote":
@@ -201,8 +311,26 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 # --- mcp: sopgraph as an MCP server (mcp_servers/sopgraph_server.py) -----------------------
 
 
+def _check_port_free(host: str, port: int) -> None:
+    import socket
+
+    # uvicorn reports a taken port as a log line and exit 3; say it here in the CLI's form.
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise UserError(
+                f"--port {port}: cannot listen on {host}:{port} ({exc.strerror});"
+                " pick another --port or --host"
+            ) from None
+
+
 def cmd_mcp_serve(args: argparse.Namespace) -> int:
     from mcp_servers.sopgraph_server import serve
+
+    if args.transport == "http":
+        _check_port_free(args.host, args.port)
 
     return serve(args)
 
@@ -213,9 +341,14 @@ def _add_mcp_parser(sub: Any) -> None:
     m = sub.add_parser("mcp", help="offer the SOPs to MCP clients")
     msub = m.add_subparsers(dest="mcp_command", required=True)
     ms = msub.add_parser("serve", help="serve list_sops/describe_sop/run_sop/get_run/resume_run")
-    ms.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    ms.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (default) or streamable HTTP",
+    )
     ms.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    ms.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    ms.add_argument("--port", type=port_number, default=8000, help="HTTP port (default 8000)")
     ms.add_argument(
         "--checkpoint",
         help="SQLite file (default {home}/checkpoints.sqlite) or postgres://… shared by all SOPs",
@@ -227,12 +360,12 @@ def _add_mcp_parser(sub: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sopgraph", description=__doc__)
+    p = _Parser(prog="sopgraph", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="check an SOP file and print its size")
-    v.add_argument("path")
-    v.add_argument("--json", action="store_true")
+    v.add_argument("path", help="SOP file or its folder")
+    v.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     v.set_defaults(fn=cmd_validate)
 
     r = sub.add_parser("run", help="run an SOP on one input (resumes an unfinished thread)")
@@ -246,9 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="gated actions: pause and ask (default), or approve/reject all",
     )
     r.add_argument(
-        "--checkpoint", help="SQLite file (default .sopgraph/checkpoints.sqlite) or postgres://…"
+        "--checkpoint",
+        help="SQLite file (default $SOPGRAPH_HOME/checkpoints.sqlite, home .sopgraph/), "
+        "memory, or postgres://…",
     )
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help="print the run result as JSON")
     r.add_argument(
         "--arch",
         choices=["direct", "subagent", "codeact"],
@@ -264,43 +399,56 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
 
     rs = sub.add_parser("resume", help="answer a paused run's gated action")
-    rs.add_argument("sop")
-    rs.add_argument("--thread", required=True)
-    rs.add_argument("--decision", required=True, choices=["approve", "reject"])
-    rs.add_argument("--checkpoint")
+    rs.add_argument("sop", help="SOP file or its folder")
+    rs.add_argument("--thread", required=True, help="thread id of the paused run")
+    rs.add_argument(
+        "--decision",
+        required=True,
+        choices=["approve", "reject"],
+        help="answer for every pending gated action",
+    )
+    rs.add_argument("--checkpoint", help="the checkpoint store the run used (as on `run`)")
     rs.add_argument(
         "--arch",
         choices=["direct", "subagent", "codeact"],
         default="direct",
         help="executors for the rest of the run (as on `run`)",
     )
-    rs.add_argument("--json", action="store_true")
+    rs.add_argument("--json", action="store_true", help="print the run result as JSON")
     rs.set_defaults(fn=cmd_resume)
 
     g = sub.add_parser("graph", help="draw an SOP as Mermaid or PNG")
-    g.add_argument("path")
-    g.add_argument("--format", choices=["mermaid", "png"], default="mermaid")
-    g.add_argument("--output", "-o")
+    g.add_argument("path", help="SOP file or its folder")
+    g.add_argument(
+        "--format", choices=["mermaid", "png"], default="mermaid", help="default mermaid"
+    )
+    g.add_argument(
+        "--output", "-o", help="file to write (Mermaid: default stdout; PNG: default <sop id>.png)"
+    )
     g.set_defaults(fn=cmd_graph)
 
     im = sub.add_parser("import", help="convert another SOP format into sopgraph YAML")
-    im.add_argument("kind", choices=["sopagent"])
-    im.add_argument("file")
-    im.add_argument("--output", "-o")
+    im.add_argument("kind", choices=["sopagent"], help="the source format")
+    im.add_argument("file", help="the SOP to convert")
+    im.add_argument("--output", "-o", help="YAML file to write (default stdout)")
     im.set_defaults(fn=cmd_import)
 
     t = sub.add_parser(
         "tools", help="list, promote, revert, remove or rehash compiled tool versions"
     )
-    t.add_argument("action", choices=["list", "promote", "revert", "remove", "rehash"])
+    t.add_argument(
+        "action",
+        choices=["list", "promote", "revert", "remove", "rehash"],
+        help="rehash: accept edited tool files by recording their new sha256",
+    )
     t.add_argument("sop", help="SOP file or folder")
-    t.add_argument("node", nargs="?")
-    t.add_argument("version", nargs="?", type=int)
-    t.add_argument("--json", action="store_true")
+    t.add_argument("node", nargs="?", help="node id (promote, revert, remove; rehash: optional)")
+    t.add_argument("version", nargs="?", type=int, help="version number (promote)")
+    t.add_argument("--json", action="store_true", help="list: print the registry as JSON")
     t.set_defaults(fn=cmd_tools)
 
     sb = sub.add_parser("sandbox", help="sandbox for generated code")
-    sb.add_argument("action", choices=["selftest"])
+    sb.add_argument("action", choices=["selftest"], help="selftest: run the adversarial corpus")
     sb.set_defaults(fn=cmd_sandbox)
     _add_mcp_parser(sub)  # mcp block above
     from sopgraph.cli_eval import add_commands
@@ -318,7 +466,14 @@ def main(argv: list[str] | None = None) -> int:
         print("error: sopgraph tools promote: give the version number to promote", file=sys.stderr)
         return 2
     try:
-        return args.fn(args)
+        try:
+            return args.fn(args)
+        except Exception as exc:
+            message = _store_error(exc, args)
+            if message is None:
+                raise
+            print(message, file=sys.stderr)
+            return 2
     except _user_errors() as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
             print(line if line.startswith("error:") else f"error: {line}", file=sys.stderr)

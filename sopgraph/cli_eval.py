@@ -12,6 +12,17 @@ from typing import Any
 TRIAGE_SOP = Path(__file__).resolve().parent.parent / "examples" / "fc_alarm_triage"
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (0 would mean all, or wait forever)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} is not at least 1")
+    return n
+
+
 def _bar(enabled: bool):
     from rich.console import Console
     from rich.progress import (
@@ -55,8 +66,11 @@ def _scenarios(paths, split: str, n: int | None) -> list:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from sopgraph.cli import UserError
     from sopgraph.demo import main
 
+    if args.report and Path(args.report).is_dir():  # found now, not after the whole batch
+        raise UserError(f"--report {args.report}: is a folder; give an .html file path inside it")
     return main(n=args.alarms, report=Path(args.report) if args.report else None)
 
 
@@ -118,6 +132,9 @@ def cmd_eval_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_triage(args: argparse.Namespace) -> int:
+    from sopgraph.cli import check_checkpoint
+
+    check_checkpoint(args.checkpoint)
     from evals.bench_triage import bench_triage
 
     models = _models(args.arch)
@@ -159,44 +176,69 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
     return 0 if all(f.get("failed", 0) == 0 for f in figures.values() if isinstance(f, dict)) else 1
 
 
+_ARCH_HELP = "direct: compiled tools (default); subagent or codeact: needs SOPGRAPH_MODEL"
+
+
 def add_commands(sub: Any) -> None:
     """Register ``demo``, ``eval`` and ``bench`` on the top-level subparsers."""
     d = sub.add_parser("demo", help="the default job: triage recent alarms of the simulated dock")
-    d.add_argument("--alarms", type=int, default=40)
-    d.add_argument("--report", help="HTML report path (default .sopgraph/reports/demo.html)")
+    d.add_argument(
+        "--alarms", type=positive_int, default=40, help="how many recent alarms (default 40)"
+    )
+    d.add_argument(
+        "--report",
+        help="HTML report path (default $SOPGRAPH_HOME/reports/demo.html, home .sopgraph/)",
+    )
     d.set_defaults(fn=cmd_demo)
 
     ev = sub.add_parser("eval", help="accuracy against ground truth").add_subparsers(
         dest="what", required=True
     )
     et = ev.add_parser("triage", help="end-to-end alarm triage accuracy")
-    et.add_argument("--alarms", type=int, help="first N scenarios (default all 1,500)")
-    et.add_argument("--split", choices=["train", "eval", "all"], default="all")
-    et.add_argument("--arch", choices=["direct", "subagent", "codeact"], default="direct")
-    et.add_argument("--concurrency", type=int, default=4)
-    et.add_argument("--json", action="store_true")
+    et.add_argument("--alarms", type=positive_int, help="first N scenarios (default all 1,500)")
+    et.add_argument("--split", choices=["train", "eval", "all"], default="all", help="default all")
+    et.add_argument(
+        "--arch", choices=["direct", "subagent", "codeact"], default="direct", help=_ARCH_HELP
+    )
+    et.add_argument(
+        "--concurrency", type=positive_int, default=4, help="alarms at once (default 4)"
+    )
+    et.add_argument("--json", action="store_true", help="print the summary as JSON")
     et.set_defaults(fn=cmd_eval_triage)
     eto = ev.add_parser("tools", help="per-node pass rate of the active tools (pass@1)")
-    eto.add_argument("--split", choices=["train", "eval", "all"], default="eval")
-    eto.add_argument("--json", action="store_true")
+    eto.add_argument(
+        "--split",
+        choices=["train", "eval", "all"],
+        default="eval",
+        help="labeled cases to check against (default eval: the held-out ones)",
+    )
+    eto.add_argument("--json", action="store_true", help="print the summary as JSON")
     eto.set_defaults(fn=cmd_eval_tools)
 
     be = sub.add_parser("bench", help="latency and throughput").add_subparsers(
         dest="what", required=True
     )
     bt = be.add_parser("triage", help="per-alarm p50/p99, alarms/s and the in-process lower bound")
-    bt.add_argument("--alarms", type=int, default=200)
-    bt.add_argument("--concurrency", type=int, default=8)
+    bt.add_argument("--alarms", type=positive_int, default=200, help="default 200")
+    bt.add_argument(
+        "--concurrency", type=positive_int, default=8, help="alarms at once (default 8)"
+    )
     bt.add_argument(
         "--checkpoint",
         default="memory",
         help="memory (default), a SQLite path, or postgres://… to include durability",
     )
-    bt.add_argument("--arch", choices=["direct", "subagent", "codeact"], default="direct")
-    bt.add_argument("--json", action="store_true")
+    bt.add_argument(
+        "--arch", choices=["direct", "subagent", "codeact"], default="direct", help=_ARCH_HELP
+    )
+    bt.add_argument("--json", action="store_true", help="print the figures as JSON")
     bt.set_defaults(fn=cmd_bench_triage)
     bs = be.add_parser("serve", help="concurrent runs through the LangGraph and MCP servers")
-    bs.add_argument("--runs", type=int, default=50)
-    bs.add_argument("--concurrency", type=int, default=50)
-    bs.add_argument("--json", action="store_true")
+    bs.add_argument(
+        "--runs", type=positive_int, default=50, help="triage runs per server (default 50)"
+    )
+    bs.add_argument(
+        "--concurrency", type=positive_int, default=50, help="runs submitted at once (default 50)"
+    )
+    bs.add_argument("--json", action="store_true", help="print the figures as JSON")
     bs.set_defaults(fn=cmd_bench_serve)

@@ -15,6 +15,11 @@ def format_run(result: Any) -> str:
     lines = [
         f"run {result.thread_id} ({result.sop_id}): {result.status}"
         + (" (resumed)" if result.resumed else "")
+        + (
+            " (stored result: this thread ran before; use a new --thread to run again)"
+            if getattr(result, "stored", False)
+            else ""
+        )
     ]
     for step in result.trail:
         status = step.get("status")

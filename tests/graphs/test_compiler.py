@@ -263,3 +263,34 @@ async def test_action_runs_its_own_tool_and_follows_on_error(tmp_path, body, pat
     else:
         assert record["status"] == "failed" and "ticketing down" in record["error"]
         assert "ticketing down" in result.unresolved["escalate"]
+
+
+@pytest.mark.parametrize(
+    "inp,message",
+    [
+        ({"type": "alarm", "site": 5}, "input 'site' must be a string, got 5"),
+        (
+            {"type": "alarm", "timestamp": "yesterday"},
+            "input 'timestamp' 'yesterday' is not an ISO",
+        ),
+        (["alarm"], "run input must be a JSON object"),
+    ],
+)
+async def test_input_that_does_not_fit_is_one_clear_error(tmp_path, inp, message):
+    root = make_sop(tmp_path / "sop", GATED, {"check": "return Verdict(value=True)"})
+    async with Session(root, mcp=False) as s:
+        with pytest.raises(InputError, match=message):
+            await s.run(inp)
+
+
+async def test_finished_thread_is_reported_not_rerun_and_cannot_be_resumed(tmp_path):
+    root = make_sop(tmp_path / "sop", GATED, {"check": "return Verdict(value=True)"})
+    async with Session(root, mcp=False, approval="approve") as s:
+        first = await s.run({"type": "alarm"}, thread_id="t9")
+        again = await s.run({"type": "alarm"}, thread_id="t9")
+        with pytest.raises(
+            InputError, match="run 't9' has finished.*sopgraph run <sop> --thread t9"
+        ):
+            await s.resume("t9", "approve")
+    assert not first.stored and again.stored
+    assert again.path == first.path and len(again.actions) == len(first.actions)
