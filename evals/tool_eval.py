@@ -149,39 +149,3 @@ def summarize(results: list[NodeResult], split: str | None) -> dict[str, Any]:
             for r in results
         ],
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m evals.tool_eval [--split train] [--nodes a,b]``: a quick per-node check."""
-    import argparse
-    import json
-
-    from nodes.mcp_client import home_dir
-
-    ap = argparse.ArgumentParser(prog="python -m evals.tool_eval")
-    ap.add_argument("--sop", default="examples/fc_alarm_triage")
-    ap.add_argument("--split", default="train", choices=["train", "eval", "all"])
-    ap.add_argument("--nodes", help="comma-separated node ids (default: all decision nodes)")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    split = None if args.split == "all" else args.split
-    nodes = args.nodes.split(",") if args.nodes else None
-    results = asyncio.run(
-        eval_tools(Path(args.sop), home_dir() / "fc_world" / "cases", split, nodes)
-    )
-    if args.json:
-        print(json.dumps(summarize(results, split), indent=2, default=str))
-        return 0
-    for r in results:
-        status = "pass" if r.passed else "FAIL"
-        print(f"{status} {r.node:<32} v{r.version} {r.correct}/{r.cases} {r.error or ''}")
-        for f in r.failures[:3]:
-            print(
-                f"     {f.site} {f.timestamp} expected={f.expected} got={f.got} "
-                f"observed={f.observed} expected_observed={f.expected_observed} {f.error or ''}"
-            )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -109,10 +109,20 @@ def cmd_eval_tools(args: argparse.Namespace) -> int:
 
     paths = _world()
     split = None if args.split == "all" else args.split
+    nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
+    if nodes:
+        from graphs.loader import load_sop
+        from sopgraph.cli import UserError
+
+        known = {n.id for n in load_sop(TRIAGE_SOP).decision_nodes}
+        if unknown := [n for n in nodes if n not in known]:
+            raise UserError(f"--nodes: no decision node {', '.join(unknown)} in {TRIAGE_SOP.name}")
     with _bar(not args.json or sys.stderr.isatty()) as bar:
         task = bar.add_task(f"tools on {args.split} cases", total=None)
         results = asyncio.run(
-            eval_tools(TRIAGE_SOP, paths.cases, split, on_node=lambda _: bar.advance(task))
+            eval_tools(
+                TRIAGE_SOP, paths.cases, split, nodes=nodes, on_node=lambda _: bar.advance(task)
+            )
         )
     summary = summarize(results, split)
     if args.json:
@@ -212,6 +222,7 @@ def add_commands(sub: Any) -> None:
         default="eval",
         help="labeled cases to check against (default eval: the held-out ones)",
     )
+    eto.add_argument("--nodes", help="comma-separated node ids (default: every decision node)")
     eto.add_argument("--json", action="store_true", help="print the summary as JSON")
     eto.set_defaults(fn=cmd_eval_tools)
 
