@@ -143,6 +143,7 @@ def summarize(results: list[NodeResult], split: str | None) -> dict[str, Any]:
                 "correct": r.correct,
                 "passed": r.passed,
                 "accuracy": round(r.rate, 4),
+                "ms_p50": r.ms_p50,
                 "error": r.error,
                 "failures": [f.model_dump() for f in r.failures[:5]],
             }  # fmt: skip
