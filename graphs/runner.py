@@ -239,8 +239,8 @@ class Session:
         if not snapshot.interrupts:
             state = "has finished" if not snapshot.next else "is not paused at a gated action"
             raise InputError(
-                f"run {thread_id!r} {state}, so there is nothing to approve or reject; "
-                f"show it with `sopgraph run <sop> --thread {thread_id}`"
+                f"run {thread_id!r} {state}: it is not waiting for a decision, "
+                "so there is nothing to approve or reject"
             )
         try:
             decide_approval(decision)

@@ -289,7 +289,7 @@ async def test_finished_thread_is_reported_not_rerun_and_cannot_be_resumed(tmp_p
         first = await s.run({"type": "alarm"}, thread_id="t9")
         again = await s.run({"type": "alarm"}, thread_id="t9")
         with pytest.raises(
-            InputError, match="run 't9' has finished.*sopgraph run <sop> --thread t9"
+            InputError, match="run 't9' has finished: it is not waiting for a decision"
         ):
             await s.resume("t9", "approve")
     assert not first.stored and again.stored
