@@ -183,18 +183,25 @@ def _print_result(result: Any, as_json: bool) -> None:
     print(format_run(result))
 
 
+def models_for(arch: str):
+    """The configured models (SOPGRAPH_MODEL); only ``--arch direct`` runs without one."""
+    from nodes.architectures import load_models
+
+    models = load_models()
+    if arch != "direct" and models.chat is None:
+        raise UserError(
+            f"--arch {arch} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
+        )
+    return models
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     # Input mistakes first: the engine's imports take seconds.
     inp = _read_input(args.input) if args.input else {}
     check_checkpoint(args.checkpoint)
     from graphs.runner import Session
-    from nodes.architectures import load_models
 
-    models = load_models()  # SOPGRAPH_MODEL; none is fine for --arch direct
-    if args.arch != "direct" and models.chat is None:
-        raise UserError(
-            f"--arch {args.arch} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
-        )
+    models = models_for(args.arch)
 
     async def go():
         async with Session(args.sop, checkpoint=args.checkpoint, approval=args.approval,
@@ -218,13 +225,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     check_checkpoint(args.checkpoint, must_exist=True)
     from graphs.runner import Session
-    from nodes.architectures import load_models
 
-    models = load_models()
-    if args.arch != "direct" and models.chat is None:
-        raise UserError(
-            f"--arch {args.arch} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
-        )
+    models = models_for(args.arch)
 
     async def go():
         async with Session(args.sop, checkpoint=args.checkpoint, arch=args.arch,

@@ -47,15 +47,9 @@ def _world():
 
 
 def _models(arch: str):
-    from nodes.architectures import load_models
-    from sopgraph.cli import UserError
+    from sopgraph.cli import models_for
 
-    models = load_models()
-    if arch != "direct" and models.chat is None:
-        raise UserError(
-            f"--arch {arch} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
-        )
-    return models
+    return models_for(arch)
 
 
 def _scenarios(paths, split: str, n: int | None) -> list:
