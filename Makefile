@@ -33,7 +33,7 @@ system-deps:
 	@command -v dot >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q graphviz; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q postgresql; }
 
-STUDIO_PORT ?= $(shell $(PY) -c 'from sopgraph.pg import free_port; print(free_port())' 2>/dev/null)
+STUDIO_PORT ?= $(shell $(PY) -c 'from sopgraph.nodes.local_llm import free_port; print(free_port())' 2>/dev/null)
 # LangGraph Studio's dev server, offline, on loopback.
 studio: install
 	$(VENV)/bin/langgraph dev --host 127.0.0.1 --port $(STUDIO_PORT) --no-browser --allow-blocking
@@ -41,9 +41,15 @@ studio: install
 demo: install
 	$(VENV)/bin/sopgraph demo
 
+# import-linter reads packages from disk, so it checks an installed copy (the folders are mapped
+# under the sopgraph namespace only when installed).
+LINT_PKG := $(VENV)/lint-pkg
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	rm -rf $(LINT_PKG)
+	$(PY) -m pip install -q --no-deps --no-build-isolation --target $(LINT_PKG) . 2>/dev/null
+	cd $(LINT_PKG) && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --config $(CURDIR)/pyproject.toml
 
 format: install
 	$(VENV)/bin/ruff check --fix .

@@ -29,11 +29,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from graphs.loader import load_sop
-from nodes.mcp_client import home_dir
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.loader import load_sop
+from sopgraph.nodes.mcp_client import home_dir
 
 REPO = Path(__file__).resolve().parent.parent
-TRIAGE_SOP = REPO / "examples" / "fc_alarm_triage"
+TRIAGE_SOP = EXAMPLES / "fc_alarm_triage"
 DEFAULT_SOP = TRIAGE_SOP
 # Share of the default triage inputs whose alarm reaches a gated action (approved by policy).
 GATED_SHARE = 0.2
@@ -75,8 +76,8 @@ def triage_inputs(home: Path, n: int, gated_share: float = GATED_SHARE) -> list[
 
     Scenarios in file order, ``gated_share`` of them alarms whose triage reaches a gated action.
     """
-    from evals.fc_triage.build import build_world
-    from evals.fc_triage.dataset import load_scenarios
+    from sopgraph.evals.fc_triage.build import build_world
+    from sopgraph.evals.fc_triage.dataset import load_scenarios
 
     paths = build_world(home, progress=sys.stderr.isatty())
     gated_ids = {i for i, node in load_sop(TRIAGE_SOP).nodes.items() if node.approval == "required"}
@@ -112,7 +113,7 @@ def server_home(stack: ExitStack | AsyncExitStack, data_home: Path) -> Path:
 
 
 def mcp_processes(root_pid: int) -> dict[str, int] | None:
-    """Live ``python -m mcp_servers.<module>`` processes descending from ``root_pid``, by module."""
+    """Live ``python -m sopgraph.mcp_servers.<module>`` processes descending from ``root_pid``, by module."""
     proc = Path("/proc")
     if not proc.is_dir():
         return None
@@ -134,8 +135,8 @@ def mcp_processes(root_pid: int) -> dict[str, int] | None:
         todo.extend(children.get(pid, []))
         args = argv.get(pid, [])
         for flag, module in zip(args, args[1:], strict=False):
-            if flag == "-m" and module.startswith("mcp_servers."):
-                name = module.removeprefix("mcp_servers.")
+            if flag == "-m" and module.startswith("sopgraph.mcp_servers."):
+                name = module.removeprefix("sopgraph.mcp_servers.")
                 found[name] = found.get(name, 0) + 1
     return dict(sorted(found.items()))
 
@@ -332,8 +333,7 @@ async def bench_langgraph(
     """
     from langgraph_sdk import get_client
 
-    from graphs.studio import EXAMPLES
-    from sopgraph.langgraph_dev import CONFIG, LangGraphDev
+    from sopgraph.evals.langgraph_dev import CONFIG, LangGraphDev
 
     sop_path, sop_dir, sop_id, inputs, data_home = _resolve(sop, inputs, home, n)
     graphs = json.loads(CONFIG.read_text())["graphs"]

@@ -15,14 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evals.fc_triage.dataset import Scenario
-from evals.in_process_mcp import InProcessMcp
-from evals.triage_eval import run_tokens
-from graphs.compiler import entry_nodes
-from graphs.routing import fired_children
-from graphs.runner import Session
-from graphs.services import Services
-from nodes.tool_node import as_verdict
+from sopgraph.evals.fc_triage.dataset import Scenario
+from sopgraph.evals.in_process_mcp import InProcessMcp
+from sopgraph.evals.triage_eval import run_tokens
+from sopgraph.graphs.compiler import entry_nodes
+from sopgraph.graphs.routing import fired_children
+from sopgraph.graphs.runner import Session
+from sopgraph.graphs.services import Services
+from sopgraph.nodes.tool_node import as_verdict
 
 
 def percentile(values: list[float], q: float) -> float:

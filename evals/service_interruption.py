@@ -8,7 +8,7 @@ the ground-truth path. Metrics follow the paper: a run's *path* is right when th
 called equal the ground truth's; its *leaf* is right when the last function of the
 ground-truth path was called.
 
-Run ``python -m evals.service_interruption`` for path and leaf accuracy over every case.
+Run ``python -m sopgraph.evals.service_interruption`` for path and leaf accuracy over every case.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from typing import Any
 
 import yaml
 
-SOP_DIR = Path(__file__).resolve().parent.parent / "examples" / "service_interruption"
+from sopgraph.examples import EXAMPLES
+
+SOP_DIR = EXAMPLES / "service_interruption"
 PSEUDOCODE = SOP_DIR / "sop_agent.yaml"
 CASES = SOP_DIR / "cases.json"
 
@@ -234,8 +236,8 @@ async def evaluate(sop_dir: Path = SOP_DIR, case_ids: list[str] | None = None) -
     The server writes its call log under the sopgraph home (``$SOPGRAPH_HOME``, see mcp.yaml).
     """
     # Imported here: the ground-truth half of this module (used by build.py) needs no LangGraph.
-    from graphs.runner import Session
-    from nodes.mcp_client import home_dir
+    from sopgraph.graphs.runner import Session
+    from sopgraph.nodes.mcp_client import home_dir
 
     tree = read_tree(sop_dir / "sop_agent.yaml")
     cases = json.loads((sop_dir / "cases.json").read_text(encoding="utf-8"))["cases"]
@@ -263,7 +265,7 @@ async def evaluate(sop_dir: Path = SOP_DIR, case_ids: list[str] | None = None) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m evals.service_interruption", description=__doc__.split("\n\n")[0]
+        prog="python -m sopgraph.evals.service_interruption", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--sop-dir", type=Path, default=SOP_DIR)
     args = parser.parse_args(argv)

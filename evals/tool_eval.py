@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evals.fc_triage.dataset import LabeledCase, load_cases
-from graphs.loader import load_sop
-from nodes.executor import ToolContext
-from nodes.mcp_client import McpPool, load_server_configs
-from nodes.tool_node import as_verdict
-from tools.params import ParamStore
-from tools.registry import Registry, RegistryError
+from sopgraph.evals.fc_triage.dataset import LabeledCase, load_cases
+from sopgraph.graphs.loader import load_sop
+from sopgraph.nodes.executor import ToolContext
+from sopgraph.nodes.mcp_client import McpPool, load_server_configs
+from sopgraph.nodes.tool_node import as_verdict
+from sopgraph.tools.params import ParamStore
+from sopgraph.tools.registry import Registry, RegistryError
 
 
 class CaseFailure(BaseModel):

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evals.fc_triage.dataset import Scenario
-from graphs.runner import RunResult, Session
+from sopgraph.evals.fc_triage.dataset import Scenario
+from sopgraph.graphs.runner import RunResult, Session
 
 
 class AlarmOutcome(BaseModel):

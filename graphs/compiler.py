@@ -14,15 +14,15 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from graphs.model import Node, Sop, Verdict
-from graphs.routing import fired_children
-from graphs.services import Services
-from graphs.state import RunState
-from graphs.topology import nodes_in_cycles, parents_of
-from nodes.action import decide_approval
-from nodes.executor import ExecutorChain, Unavailable
-from nodes.tool_node import ToolExecutor
-from sopgraph.telemetry import node_span, record_action, record_outcome
+from sopgraph.graphs.model import Node, Sop, Verdict
+from sopgraph.graphs.routing import fired_children
+from sopgraph.graphs.services import Services
+from sopgraph.graphs.state import RunState
+from sopgraph.graphs.telemetry import node_span, record_action, record_outcome
+from sopgraph.graphs.topology import nodes_in_cycles, parents_of
+from sopgraph.nodes.action import decide_approval
+from sopgraph.nodes.executor import ExecutorChain, Unavailable
+from sopgraph.nodes.tool_node import ToolExecutor
 
 APPROVAL_POLICIES = ("ask", "approve", "reject")
 

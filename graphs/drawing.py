@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphs.model import EDGE_KEYS, Node, Sop, Verdict
+from sopgraph.graphs.model import EDGE_KEYS, Node, Sop, Verdict
 
 # Words Mermaid's flowchart grammar reserves; a node named like one breaks the chart.
 _MERMAID_RESERVED = {"end", "graph", "subgraph", "flowchart", "style", "class", "classdef",

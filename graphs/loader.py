@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from graphs.model import NODE_KINDS, Api, Condition, Next, Node, Predicate, Sop
-from graphs.problems import Problem, SopError
-from graphs.validate import validate
-from graphs.yaml_lines import LineMap, parse_yaml
+from sopgraph.graphs.model import NODE_KINDS, Api, Condition, Next, Node, Predicate, Sop
+from sopgraph.graphs.problems import Problem, SopError
+from sopgraph.graphs.validate import validate
+from sopgraph.graphs.yaml_lines import LineMap, parse_yaml
 
 # Other modules take the file-level API from here; parsing and problems live next door.
 __all__ = ["LineMap", "Problem", "SopError", "load_sop", "load_sop_text", "parse_yaml"]

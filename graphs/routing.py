@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphs.model import Node, Predicate, Verdict
+from sopgraph.graphs.model import Node, Predicate, Verdict
 
 _MISSING = object()
 

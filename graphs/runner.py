@@ -16,19 +16,19 @@ from typing import Any, Literal
 from langgraph.types import Command
 from pydantic import BaseModel, Field, computed_field
 
-from graphs.compiler import APPROVAL_POLICIES, compile_sop, entry_nodes
-from graphs.loader import load_sop
-from graphs.model import Sop, Verdict
-from graphs.services import Services
-from nodes.action import DecisionError, decide_approval
-from nodes.architectures import executors_for
-from nodes.executor import ExecutorChain
-from nodes.mcp_client import McpPool, home_dir, load_server_configs
-from nodes.tool_node import ToolExecutor
-from sopgraph.telemetry import current_traceparent, record_run, workflow_span
-from tools.invocation_log import InvocationLog
-from tools.params import ParamStore
-from tools.registry import Registry
+from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop, entry_nodes
+from sopgraph.graphs.loader import load_sop
+from sopgraph.graphs.model import Sop, Verdict
+from sopgraph.graphs.services import Services
+from sopgraph.graphs.telemetry import current_traceparent, record_run, workflow_span
+from sopgraph.nodes.action import DecisionError, decide_approval
+from sopgraph.nodes.architectures import executors_for
+from sopgraph.nodes.executor import ExecutorChain
+from sopgraph.nodes.mcp_client import McpPool, home_dir, load_server_configs
+from sopgraph.nodes.tool_node import ToolExecutor
+from sopgraph.tools.invocation_log import InvocationLog
+from sopgraph.tools.params import ParamStore
+from sopgraph.tools.registry import Registry
 
 # Called once per executed node with the node id and its state update (``on_step``).
 StepCallback = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -83,7 +83,7 @@ def default_router(model: Any) -> Any:
     """SOP-agent's function-calling router when a chat model is configured, else none."""
     if model is None:
         return None
-    from nodes.router import FunctionCallingRouter
+    from sopgraph.nodes.router import FunctionCallingRouter
 
     return FunctionCallingRouter(model)
 

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from graphs.model import Node, Sop, Verdict
-from nodes.executor import ExecutorChain, ToolContext
-from tools.invocation_log import InvocationLog
-from tools.params import ParamStore
-from tools.registry import Registry
+from sopgraph.graphs.model import Node, Sop, Verdict
+from sopgraph.nodes.executor import ExecutorChain, ToolContext
+from sopgraph.tools.invocation_log import InvocationLog
+from sopgraph.tools.params import ParamStore
+from sopgraph.tools.registry import Registry
 
 
 class Router(Protocol):

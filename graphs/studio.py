@@ -24,18 +24,18 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.pregel import Pregel
 
-from graphs.compiler import compile_sop
-from graphs.loader import SopError, load_sop
-from graphs.services import Services
-from graphs.state import RunState
-from nodes.executor import ExecutorChain
-from nodes.mcp_client import McpPool, ServerConfig, home_dir, load_server_configs
-from nodes.tool_node import ToolExecutor
-from tools.invocation_log import InvocationLog
-from tools.params import ParamStore
-from tools.registry import Registry
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.compiler import compile_sop
+from sopgraph.graphs.loader import SopError, load_sop
+from sopgraph.graphs.services import Services
+from sopgraph.graphs.state import RunState
+from sopgraph.nodes.executor import ExecutorChain
+from sopgraph.nodes.mcp_client import McpPool, ServerConfig, home_dir, load_server_configs
+from sopgraph.nodes.tool_node import ToolExecutor
+from sopgraph.tools.invocation_log import InvocationLog
+from sopgraph.tools.params import ParamStore
+from sopgraph.tools.registry import Registry
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT_SOP = "service_interruption"
 log = logging.getLogger(__name__)
 

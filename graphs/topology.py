@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from graphs.model import EDGE_KEYS, Node, Sop
+from sopgraph.graphs.model import EDGE_KEYS, Node, Sop
 
 
 @dataclass(frozen=True)

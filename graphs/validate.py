@@ -15,10 +15,10 @@ from __future__ import annotations
 import difflib
 import re
 
-from graphs.model import Node, Predicate, Sop
-from graphs.problems import Problem
-from graphs.topology import Graph, cycles, edges_of, graph_of, reach, shortest_cycle
-from graphs.yaml_lines import LineMap
+from sopgraph.graphs.model import Node, Predicate, Sop
+from sopgraph.graphs.problems import Problem
+from sopgraph.graphs.topology import Graph, cycles, edges_of, graph_of, reach, shortest_cycle
+from sopgraph.graphs.yaml_lines import LineMap
 
 # A node id names a LangGraph node (which reserves '|' and ':') and a tool folder.
 _NODE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from graphs.problems import Problem, SopError
+from sopgraph.graphs.problems import Problem, SopError
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Conveyance warehouse MCP server: read-only SQL over a DuckDB file, MotherDuck-style.
 
 Tools: ``list_tables``, ``list_columns``, ``execute_query`` (one SELECT, paged).
-Run: ``python -m mcp_servers.conveyance_warehouse --db PATH [--transport streamable-http]``.
+Run: ``python -m sopgraph.mcp_servers.conveyance_warehouse --db PATH [--transport streamable-http]``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import duckdb
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
-from mcp_servers.paging import (
+from sopgraph.mcp_servers.paging import (
     DEFAULT_PAGE_SIZE,
     READ_ONLY,
     check_page,

@@ -12,8 +12,8 @@ Cases file (JSON)::
 
 Run::
 
-    python -m mcp_servers.customer_service --cases examples/service_interruption/cases.json
-    python -m mcp_servers.customer_service --cases ... --transport streamable-http --port 8765
+    python -m sopgraph.mcp_servers.customer_service --cases examples/service_interruption/cases.json
+    python -m sopgraph.mcp_servers.customer_service --cases ... --transport streamable-http --port 8765
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def build_server(world: World, host: str = "127.0.0.1", port: int = 8000) -> Fas
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m mcp_servers.customer_service", description=__doc__.split("\n\n")[0]
+        prog="python -m sopgraph.mcp_servers.customer_service", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "--cases", default=os.environ.get(CASES_ENV), help=f"cases JSON file (env {CASES_ENV})"

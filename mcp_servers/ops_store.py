@@ -2,7 +2,7 @@
 maintenance log, tickets, staffing, stations).
 
 Tools: ``list_tables``, ``list_columns``, ``execute_query`` (one SELECT, paged).
-Run: ``python -m mcp_servers.ops_store --db PATH [--transport streamable-http]``.
+Run: ``python -m sopgraph.mcp_servers.ops_store --db PATH [--transport streamable-http]``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlite3
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
-from mcp_servers.paging import (
+from sopgraph.mcp_servers.paging import (
     DEFAULT_PAGE_SIZE,
     READ_ONLY,
     check_page,

@@ -116,7 +116,7 @@ def strip_sql(sql: str) -> str:
 
 def parse_args(name: str, env_var: str, argv: Iterable[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
-        prog=f"python -m mcp_servers.{name}", description=f"sopgraph {name} MCP server"
+        prog=f"python -m sopgraph.mcp_servers.{name}", description=f"sopgraph {name} MCP server"
     )
     ap.add_argument("--db", default=os.environ.get(env_var), help=f"database file (env {env_var})")
     ap.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio")
@@ -129,7 +129,7 @@ def parse_args(name: str, env_var: str, argv: Iterable[str] | None = None) -> ar
         ap.exit(
             2,
             f"error: {args.db}: no such database; build the world with "
-            "`python -m evals.fc_triage.build` or fix --db\n",
+            "`python -m sopgraph.evals.fc_triage.build` or fix --db\n",
         )
     return args
 

@@ -2,7 +2,7 @@
 
 Tools: ``list_metrics``, ``get_metric_metadata``, ``list_label_values``, ``execute_query``
 (instant) and ``execute_range_query``, speaking a small PromQL subset (``mcp_servers/promql.py``).
-Run: ``python -m mcp_servers.robotics_metrics --db PATH [--transport streamable-http]``.
+Run: ``python -m sopgraph.mcp_servers.robotics_metrics --db PATH [--transport streamable-http]``.
 
 Like a Prometheus head block, a metric's series are read into memory on first use, so a
 query costs microseconds, not a table scan.
@@ -18,8 +18,8 @@ import numpy as np
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
-from mcp_servers.paging import READ_ONLY, check_page, parse_args, serve, slice_items
-from mcp_servers.promql import (
+from sopgraph.mcp_servers.paging import READ_ONLY, check_page, parse_args, serve, slice_items
+from sopgraph.mcp_servers.promql import (
     LABELS,
     SUPPORTED,
     Query,

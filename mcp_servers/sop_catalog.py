@@ -15,11 +15,11 @@ from typing import Any, Literal
 from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from graphs.loader import SopError, load_sop
-from graphs.model import Sop, Verdict
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.loader import SopError, load_sop
+from sopgraph.graphs.model import Sop, Verdict
 
 SOPS_ENV = "SOPGRAPH_SOPS"
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # What a tool reads from the run input: ``ctx.input["x"]`` is required, ``.get("x")`` optional.
 _REQUIRED = re.compile(r"""ctx\.input\[\s*["'](\w+)["']\s*\]""")
 _OPTIONAL = re.compile(r"""ctx\.input\.get\(\s*["'](\w+)["']""")
@@ -130,7 +130,7 @@ class CatalogEntry:
         )
 
     def info(self) -> SopInfo:
-        from tools.registry import Registry
+        from sopgraph.tools.registry import Registry
 
         sop = self.sop
         registry = Registry(self.path / "tools")
@@ -221,7 +221,7 @@ class Catalog:
 def search_path() -> list[Path]:
     """``SOPGRAPH_SOPS`` folders first, then ``examples/`` under the cwd and the repository."""
     dirs = [Path(d) for d in os.environ.get(SOPS_ENV, "").split(os.pathsep) if d.strip()]
-    return [*dirs, Path.cwd() / "examples", REPO_ROOT / "examples"]
+    return [*dirs, Path.cwd() / "examples", EXAMPLES]
 
 
 def _sop_files(folder: Path) -> list[Path]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from mcp.server.fastmcp.exceptions import ToolError
 
-from mcp_servers.sop_catalog import Catalog
+from sopgraph.mcp_servers.sop_catalog import Catalog
 
 
 class Hub:
@@ -75,7 +75,7 @@ class Hub:
         return session
 
     async def _own(self, sop_dir: Path, fut: asyncio.Future) -> None:
-        from graphs.runner import Session
+        from sopgraph.graphs.runner import Session
 
         try:
             async with Session(sop_dir, checkpoint=self.checkpoint) as session:

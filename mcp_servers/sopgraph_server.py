@@ -29,8 +29,8 @@ from mcp.server.fastmcp.resources import FunctionResource
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from mcp_servers.sop_catalog import Catalog, RunSummary, SopInfo, SopSummary, discover
-from mcp_servers.sop_sessions import Hub
+from sopgraph.mcp_servers.sop_catalog import Catalog, RunSummary, SopInfo, SopSummary, discover
+from sopgraph.mcp_servers.sop_sessions import Hub
 
 SERVER_NAME = "sopgraph"
 INSTRUCTIONS = """\
@@ -71,7 +71,7 @@ class SopgraphMCP(FastMCP):
 
 @contextmanager
 def _input_errors() -> Iterator[None]:
-    from graphs.runner import InputError  # lazily: listing tools need not load LangGraph
+    from sopgraph.graphs.runner import InputError  # lazily: listing tools need not load LangGraph
 
     try:
         yield
@@ -227,7 +227,7 @@ def _add_resources(server: FastMCP, catalog: Catalog) -> None:
     def sop_mermaid(sop_id: str) -> str:
         entry = _entry(catalog, sop_id)
         try:
-            from graphs.drawing import to_mermaid
+            from sopgraph.graphs.drawing import to_mermaid
         except ImportError as exc:
             raise ResourceError(f"Mermaid drawing is not available: {exc}") from None
         return to_mermaid(entry.sop)

@@ -19,16 +19,16 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 
-from nodes.codeact import DEFAULT_MAX_TURNS, CodeActExecutor
-from nodes.executor import Executor
-from nodes.judge import JudgeExecutor
-from nodes.sandbox import SandboxLimits
-from nodes.subagent import SubAgentToolExecutor
-from nodes.tool_node import ToolExecutor
-from prompts.verdict import VerdictExtractor
-from sopgraph.settings import Settings, SettingsError
-from tools.invocation_log import InvocationLog
-from tools.registry import Registry
+from sopgraph.nodes.codeact import DEFAULT_MAX_TURNS, CodeActExecutor
+from sopgraph.nodes.executor import Executor
+from sopgraph.nodes.judge import JudgeExecutor
+from sopgraph.nodes.sandbox import SandboxLimits
+from sopgraph.nodes.settings import Settings, SettingsError
+from sopgraph.nodes.subagent import SubAgentToolExecutor
+from sopgraph.nodes.tool_node import ToolExecutor
+from sopgraph.prompts.verdict import VerdictExtractor
+from sopgraph.tools.invocation_log import InvocationLog
+from sopgraph.tools.registry import Registry
 
 Architecture = Literal["direct", "subagent", "codeact"]
 ARCHITECTURES: tuple[Architecture, ...] = ("direct", "subagent", "codeact")
@@ -62,7 +62,7 @@ def load_models(settings: Settings | None = None) -> Models:
         return Models(ScriptedAgentModel(), scripted_dspy_lm(), SCRIPTED)
     if not name:
         return Models(None, None, "")
-    from sopgraph.models import chat_model, dspy_lm
+    from sopgraph.nodes.models import chat_model, dspy_lm
 
     return Models(chat_model(settings), dspy_lm(settings), name)
 

@@ -32,18 +32,18 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from graphs.model import Node, Verdict
-from nodes.executor import Outcome, ToolContext, Unavailable
-from nodes.mcp_functions import McpFunctions
-from nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
-from prompts.codeact import (
+from sopgraph.graphs.model import Node, Verdict
+from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
+from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
+from sopgraph.nodes.mcp_functions import McpFunctions
+from sopgraph.nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
+from sopgraph.prompts.codeact import (
     NUDGE_FORMAT,
     FunctionSpec,
     render_observation,
     render_system_prompt,
 )
-from prompts.verdict import ExtractionError, VerdictExtractor
-from sopgraph.telemetry import agent_span, chat_span, record_usage
+from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 
 DEFAULT_MAX_TURNS = 6
 NO_MODEL = "no model configured for the CodeAct sub-agent: set SOPGRAPH_MODEL (e.g. `scripted`, `local`, `ollama:<name>`)"

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from graphs.model import Node, Verdict
+from sopgraph.graphs.model import Node, Verdict
 
 
 @dataclass

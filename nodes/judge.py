@@ -17,11 +17,11 @@ from typing import Any
 
 import dspy
 
-from graphs.model import Node, Verdict
-from nodes.executor import Outcome, ToolContext, Unavailable
-from prompts.judge import ConditionJudge, JudgeError, lm_usage
-from prompts.routing import render_context
-from sopgraph.telemetry import agent_span, record_usage
+from sopgraph.graphs.model import Node, Verdict
+from sopgraph.graphs.telemetry import agent_span, record_usage
+from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
+from sopgraph.prompts.judge import ConditionJudge, JudgeError, lm_usage
+from sopgraph.prompts.routing import render_context
 
 NO_LM = "no DSPy LM is configured for the condition judge: set SOPGRAPH_MODEL"
 

@@ -21,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel, ConfigDict, Field
 
-from sopgraph.telemetry import mcp_meta, mcp_span
+from sopgraph.graphs.telemetry import mcp_meta, mcp_span
 
 
 class McpError(Exception):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from graphs.model import Node
-from nodes.executor import ToolContext
-from nodes.sandbox import ToolFn
-from prompts.codeact import FunctionSpec
+from sopgraph.graphs.model import Node
+from sopgraph.nodes.executor import ToolContext
+from sopgraph.nodes.sandbox import ToolFn
+from sopgraph.prompts.codeact import FunctionSpec
 
 
 def allowed_servers(node: Node, available: list[str]) -> list[str]:

@@ -27,12 +27,12 @@ from dspy.utils.exceptions import AdapterParseError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from graphs.model import Node, Verdict
-from nodes.codeact import message_text, model_label
-from nodes.executor import ToolContext, Unavailable
-from prompts import routing as texts
-from prompts.judge import lm_usage
-from sopgraph.telemetry import chat_span, record_usage
+from sopgraph.graphs.model import Node, Verdict
+from sopgraph.graphs.telemetry import chat_span, record_usage
+from sopgraph.nodes.codeact import message_text, model_label
+from sopgraph.nodes.executor import ToolContext, Unavailable
+from sopgraph.prompts import routing as texts
+from sopgraph.prompts.judge import lm_usage
 
 EXPLORE = "explore_subtree_{n}"
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")

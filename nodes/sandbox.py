@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from nodes.sandbox_jail import Jail, choose_interpreter
+from sopgraph.nodes.sandbox_jail import Jail, choose_interpreter
 
 ToolFn = Callable[[dict], Awaitable[Any]]  # a plain function returning the result works too
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nodes.sandbox import SandboxLimits, SandboxResult, run_code
-from nodes.sandbox_jail import PROJECT_ROOT, sandbox_pids
+from sopgraph.nodes.sandbox import SandboxLimits, SandboxResult, run_code
+from sopgraph.nodes.sandbox_jail import PROJECT_ROOT, sandbox_pids
 
 CORPUS_DIR = Path(__file__).parent / "sandbox_corpus"
 CANARY_TEXT = "sopgraph canary: must survive every sandboxed program\n"

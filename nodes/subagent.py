@@ -16,15 +16,15 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from graphs.model import Node, Verdict
-from nodes.codeact import NO_MODEL, message_text, model_label
-from nodes.executor import Outcome, ToolContext, Unavailable
-from nodes.tool_node import ToolExecutor
-from prompts import subagent as texts
-from prompts.verdict import ExtractionError, VerdictExtractor
-from sopgraph.telemetry import agent_span, chat_span, record_usage
-from tools.invocation_log import InvocationLog
-from tools.registry import Registry, ToolIntegrityError, ToolMissing
+from sopgraph.graphs.model import Node, Verdict
+from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
+from sopgraph.nodes.codeact import NO_MODEL, message_text, model_label
+from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
+from sopgraph.nodes.tool_node import ToolExecutor
+from sopgraph.prompts import subagent as texts
+from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
+from sopgraph.tools.invocation_log import InvocationLog
+from sopgraph.tools.registry import Registry, ToolIntegrityError, ToolMissing
 
 DEFAULT_MAX_TURNS = 4
 

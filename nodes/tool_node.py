@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from graphs.model import Node, Verdict
-from nodes.executor import Outcome, ToolContext, Unavailable
-from tools.invocation_log import InvocationLog
-from tools.registry import Registry, ToolIntegrityError, ToolMissing
+from sopgraph.graphs.model import Node, Verdict
+from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
+from sopgraph.tools.invocation_log import InvocationLog
+from sopgraph.tools.registry import Registry, ToolIntegrityError, ToolMissing
 
 
 def as_verdict(value: Any) -> Verdict:

@@ -17,7 +17,7 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from prompts.routing import JudgeCondition
+from sopgraph.prompts.routing import JudgeCondition
 
 
 class JudgeError(ValueError):

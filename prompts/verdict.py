@@ -21,8 +21,8 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from graphs.model import Verdict
-from prompts.signatures import ExtractVerdict
+from sopgraph.graphs.model import Verdict
+from sopgraph.prompts.signatures import ExtractVerdict
 
 _VERDICT = re.compile(r"\bVERDICT\s*[:=]\s*[*`\"']*\s*(true|false|no[ _-]?data)\b", re.I)
 _ANSWER = re.compile(

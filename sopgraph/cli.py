@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from graphs.loader import SopError, load_sop
+from sopgraph.graphs.loader import SopError, load_sop
 
 # What ``sopgraph --help`` shows; the module docstring above is for developers.
 DESCRIPTION = (
@@ -64,7 +64,7 @@ def check_checkpoint(spec: str | None, *, must_exist: bool = False) -> None:
     if spec == "memory" or (spec or "").startswith(("postgres://", "postgresql://")):
         return
     if spec is None:
-        from graphs.runner import default_checkpoint_path
+        from sopgraph.graphs.runner import default_checkpoint_path
 
         path = default_checkpoint_path()
     else:
@@ -98,13 +98,13 @@ def _store_error(exc: BaseException, args: argparse.Namespace) -> str | None:
 # exception class whose module was never loaded cannot have been raised, and importing the
 # engine just to name its errors would slow every command down.
 _USER_ERRORS = {
-    "graphs.runner": ("InputError",),
-    "nodes.mcp_client": ("McpError",),
-    "tools.registry": ("RegistryError",),
-    "sopgraph.settings": ("SettingsError",),
-    "sopgraph.telemetry": ("TelemetryError",),
-    "graphs.drawing": ("DrawingError",),
-    "nodes.action": ("DecisionError",),
+    "sopgraph.graphs.runner": ("InputError",),
+    "sopgraph.nodes.mcp_client": ("McpError",),
+    "sopgraph.tools.registry": ("RegistryError",),
+    "sopgraph.nodes.settings": ("SettingsError",),
+    "sopgraph.graphs.telemetry": ("TelemetryError",),
+    "sopgraph.graphs.drawing": ("DrawingError",),
+    "sopgraph.nodes.action": ("DecisionError",),
 }
 
 
@@ -185,7 +185,7 @@ def _print_result(result: Any, as_json: bool) -> None:
 
 def models_for(arch: str):
     """The configured models (SOPGRAPH_MODEL); only ``--arch direct`` runs without one."""
-    from nodes.architectures import load_models
+    from sopgraph.nodes.architectures import load_models
 
     models = load_models()
     if arch != "direct" and models.chat is None:
@@ -199,7 +199,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Input mistakes first: the engine's imports take seconds.
     inp = _read_input(args.input) if args.input else {}
     check_checkpoint(args.checkpoint)
-    from graphs.runner import Session
+    from sopgraph.graphs.runner import Session
 
     models = models_for(args.arch)
 
@@ -208,7 +208,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                            arch=args.arch, model=models.chat, lm=models.lm) as s:  # fmt: skip
             return await s.run(inp, thread_id=args.thread)
 
-    from sopgraph.telemetry import TelemetryError, setup_tracing, shutdown_tracing
+    from sopgraph.graphs.telemetry import TelemetryError, setup_tracing, shutdown_tracing
 
     try:
         setup_tracing(args.trace)
@@ -224,7 +224,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     check_checkpoint(args.checkpoint, must_exist=True)
-    from graphs.runner import Session
+    from sopgraph.graphs.runner import Session
 
     models = models_for(args.arch)
 
@@ -239,7 +239,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from graphs import drawing
+    from sopgraph.graphs import drawing
 
     sop = load_sop(args.path)
     if args.format == "mermaid":
@@ -258,8 +258,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from graphs.importers import import_file
-    from graphs.importers.sopagent import dump_sop_yaml
+    from sopgraph.graphs.importers import import_file
+    from sopgraph.graphs.importers.sopagent import dump_sop_yaml
 
     sop = import_file(args.kind, Path(args.file))
     text = dump_sop_yaml(sop)
@@ -275,7 +275,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from tools import commands
+    from sopgraph.tools import commands
 
     sop_dir = Path(args.sop)
     if not sop_dir.exists():
@@ -305,7 +305,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
-    from nodes.sandbox_selftest import main as selftest_main
+    from sopgraph.nodes.sandbox_selftest import main as selftest_main
 
     return selftest_main()
 
@@ -329,7 +329,7 @@ def _check_port_free(host: str, port: int) -> None:
 
 
 def cmd_mcp_serve(args: argparse.Namespace) -> int:
-    from mcp_servers.sopgraph_server import serve
+    from sopgraph.mcp_servers.sopgraph_server import serve
 
     if args.transport == "http":
         _check_port_free(args.host, args.port)

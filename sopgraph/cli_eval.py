@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-TRIAGE_SOP = Path(__file__).resolve().parent.parent / "examples" / "fc_alarm_triage"
+from sopgraph.examples import EXAMPLES
+
+TRIAGE_SOP = EXAMPLES / "fc_alarm_triage"
 
 
 def positive_int(text: str) -> int:
@@ -40,8 +42,8 @@ def _bar(enabled: bool):
 
 
 def _world():
-    from evals.fc_triage.build import build_world
-    from nodes.mcp_client import home_dir
+    from sopgraph.evals.fc_triage.build import build_world
+    from sopgraph.nodes.mcp_client import home_dir
 
     return build_world(home_dir(), progress=sys.stderr.isatty())
 
@@ -53,7 +55,7 @@ def _models(arch: str):
 
 
 def _scenarios(paths, split: str, n: int | None) -> list:
-    from evals.fc_triage.dataset import load_scenarios
+    from sopgraph.evals.fc_triage.dataset import load_scenarios
 
     scenarios = load_scenarios(paths.scenarios, split=None if split == "all" else split)
     return scenarios[:n] if n else scenarios
@@ -69,7 +71,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_triage(args: argparse.Namespace) -> int:
-    from evals.triage_eval import eval_triage, summarize
+    from sopgraph.evals.triage_eval import eval_triage, summarize
 
     models = _models(args.arch)
     scenarios = _scenarios(_world(), args.split, args.alarms)
@@ -99,14 +101,14 @@ def cmd_eval_triage(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_tools(args: argparse.Namespace) -> int:
-    from evals.tool_eval import eval_tools, summarize
+    from sopgraph.evals.tool_eval import eval_tools, summarize
 
     paths = _world()
     split = None if args.split == "all" else args.split
     nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
     if nodes:
-        from graphs.loader import load_sop
         from sopgraph.cli import UserError
+        from sopgraph.graphs.loader import load_sop
 
         known = {n.id for n in load_sop(TRIAGE_SOP).decision_nodes}
         if unknown := [n for n in nodes if n not in known]:
@@ -139,7 +141,7 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
     from sopgraph.cli import check_checkpoint
 
     check_checkpoint(args.checkpoint)
-    from evals.bench_triage import bench_triage
+    from sopgraph.evals.bench_triage import bench_triage
 
     models = _models(args.arch)
     scenarios = _scenarios(_world(), "all", args.alarms)
@@ -172,7 +174,7 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_serve(args: argparse.Namespace) -> int:
-    from evals.bench_serve import bench_serve
+    from sopgraph.evals.bench_serve import bench_serve
 
     figures = asyncio.run(bench_serve(n=args.runs, concurrency=args.concurrency))
     print(json.dumps(figures, indent=2) if args.json else

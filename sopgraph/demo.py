@@ -15,15 +15,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from evals.bench_triage import percentile
-from evals.fc_triage.build import build_world
-from evals.fc_triage.dataset import load_scenarios
-from evals.triage_eval import compare
-from graphs.runner import Session
-from nodes.mcp_client import home_dir
+from sopgraph.evals.bench_triage import percentile
+from sopgraph.evals.fc_triage.build import build_world
+from sopgraph.evals.fc_triage.dataset import load_scenarios
+from sopgraph.evals.triage_eval import compare
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.runner import Session
 from sopgraph.html_report import write_report
+from sopgraph.nodes.mcp_client import home_dir
 
-SOP_DIR = Path(__file__).resolve().parent.parent / "examples" / "fc_alarm_triage"
+SOP_DIR = EXAMPLES / "fc_alarm_triage"
 
 
 def _progress(console: Console) -> Progress:

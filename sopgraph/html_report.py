@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from graphs.drawing import to_dot, to_mermaid
-from graphs.model import Sop
+from sopgraph.graphs.drawing import to_dot, to_mermaid
+from sopgraph.graphs.model import Sop
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}

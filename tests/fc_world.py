@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.fc_triage.build import WorldPaths, build_world
+from sopgraph.evals.fc_triage.build import WorldPaths, build_world
 
 
 @pytest.fixture(scope="session")

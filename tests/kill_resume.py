@@ -25,7 +25,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from sop_factory import make_sop
 
-from tools.invocation_log import InvocationLog
+from sopgraph.tools.invocation_log import InvocationLog
 
 NODES = {
     "first": {"kind": "observation", "text": "first", "next": {"true": ["slow", "quick"]}},
@@ -115,7 +115,7 @@ SUB_SERVER_YAML = """\
 servers:
   customer_service:
     command: python
-    args: [-m, mcp_servers.customer_service, --cases, "{sop_dir}/cases.json"]
+    args: [-m, sopgraph.mcp_servers.customer_service, --cases, "{sop_dir}/cases.json"]
 """
 
 

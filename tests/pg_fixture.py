@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
-from sopgraph.pg import PgCluster, PostgresMissing
+from pg_cluster import PgCluster, PostgresMissing
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.registry import Registry
+from sopgraph.tools.registry import Registry
 
 
 def make_sop(root: Path, sop: dict, tools: dict[str, str]) -> Path:
@@ -20,7 +20,7 @@ def make_sop(root: Path, sop: dict, tools: dict[str, str]) -> Path:
     reg = Registry(root / "tools", sop_id=sop["id"])
     for node_id, body in tools.items():
         code = (
-            "import asyncio\nimport json\nimport os\nimport time\n\nfrom graphs.model import Verdict\n\n\n"
+            "import asyncio\nimport json\nimport os\nimport time\n\nfrom sopgraph.graphs.model import Verdict\n\n\n"
             "async def run(site, timestamp, ctx):\n"
             + textwrap.indent(textwrap.dedent(body), "    ")
         )

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graphs.loader import SopError, load_sop
-from tools.registry import Registry, ToolEntry
+from sopgraph.graphs.loader import SopError, load_sop
+from sopgraph.tools.registry import Registry, ToolEntry
 
 _HEADER = ("node", "active", "versions", "author", "train", "eval", "date", "sha256", "status")
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from graphs.loader import Problem, SopError, parse_yaml
-from graphs.model import Sop
+from sopgraph.graphs.loader import Problem, SopError, parse_yaml
+from sopgraph.graphs.model import Sop
 
 _SITE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 

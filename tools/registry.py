@@ -32,8 +32,8 @@ from typing import Any
 
 import yaml
 
-from graphs.model import Verdict
-from tools.manifest import (
+from sopgraph.graphs.model import Verdict
+from sopgraph.tools.manifest import (
     Manifest,
     ManifestFile,
     ManifestInvalid,

@@ -6,7 +6,7 @@ truth (1,500 scenarios; 100-200 cases per decision node). ``conventions.md`` lis
 the SOP text leaves unstated.
 """
 
-from evals.fc_triage.build import WorldPaths, build_world
-from evals.fc_triage.dataset import LabeledCase, Scenario, load_cases, load_scenarios
+from sopgraph.evals.fc_triage.build import WorldPaths, build_world
+from sopgraph.evals.fc_triage.dataset import LabeledCase, Scenario, load_cases, load_scenarios
 
 __all__ = ["LabeledCase", "Scenario", "WorldPaths", "build_world", "load_cases", "load_scenarios"]

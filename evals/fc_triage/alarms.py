@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from evals.fc_triage.plant import T0, TICK_S
-from evals.fc_triage.world import World
+from sopgraph.evals.fc_triage.plant import T0, TICK_S
+from sopgraph.evals.fc_triage.world import World
 
 ALARM_TYPES = (
     "station_idle",

@@ -1,7 +1,7 @@
 """Build the fulfillment-center world: stores, alarms, scenarios and labeled cases.
 
 ``build_world(home)`` writes ``{home}/fc_world/`` once and reuses it while the seed, size and
-world version match. Run it as ``python -m evals.fc_triage.build [--home DIR] [--seed N]``.
+world version match. Run it as ``python -m sopgraph.evals.fc_triage.build [--home DIR] [--seed N]``.
 
 Example:
     >>> paths = build_world(Path(".sopgraph"), days=7, sites=1)  # doctest: +SKIP
@@ -23,18 +23,19 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from evals.fc_triage.alarms import raise_alarms
-from evals.fc_triage.cases import build_cases
-from evals.fc_triage.labeler import Labeler
-from evals.fc_triage.scenarios import build_scenarios
-from evals.fc_triage.simulator import simulate
-from evals.fc_triage.stores import write_conveyance, write_ops, write_robotics
-from evals.fc_triage.world import World
-from graphs.loader import load_sop
-from tools.params import ParamStore
+from sopgraph.evals.fc_triage.alarms import raise_alarms
+from sopgraph.evals.fc_triage.cases import build_cases
+from sopgraph.evals.fc_triage.labeler import Labeler
+from sopgraph.evals.fc_triage.scenarios import build_scenarios
+from sopgraph.evals.fc_triage.simulator import simulate
+from sopgraph.evals.fc_triage.stores import write_conveyance, write_ops, write_robotics
+from sopgraph.evals.fc_triage.world import World
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.loader import load_sop
+from sopgraph.tools.params import ParamStore
 
 WORLD_VERSION = 1
-SOP_DIR = Path(__file__).resolve().parents[2] / "examples" / "fc_alarm_triage"
+SOP_DIR = EXAMPLES / "fc_alarm_triage"
 
 
 class WorldPaths(BaseModel):

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from evals.fc_triage.labeler import STATION_NODES, Labeler, Query
-from evals.fc_triage.plant import T0, TICK_S, iso
-from evals.fc_triage.scenarios import TIE_EPS
-from graphs.model import Sop
+from sopgraph.evals.fc_triage.labeler import STATION_NODES, Labeler, Query
+from sopgraph.evals.fc_triage.plant import T0, TICK_S, iso
+from sopgraph.evals.fc_triage.scenarios import TIE_EPS
+from sopgraph.graphs.model import Sop
 
 TARGET = 150
 MIN_CASES = 100

@@ -62,7 +62,7 @@ def _lines(path: Path) -> list[str]:
         return [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
     except FileNotFoundError:
         raise FileNotFoundError(
-            f"{path}: no such file; build the world with `python -m evals.fc_triage.build`"
+            f"{path}: no such file; build the world with `python -m sopgraph.evals.fc_triage.build`"
         ) from None
 
 

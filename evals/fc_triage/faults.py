@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evals.fc_triage.plant import QUADRANTS, TICKS_PER_DAY, SiteSpec, station_ids
+from sopgraph.evals.fc_triage.plant import QUADRANTS, TICKS_PER_DAY, SiteSpec, station_ids
 
 # kind -> (episodes per site per 28 days, min ticks, max ticks, per-station?)
 FAULT_KINDS: dict[str, tuple[float, int, int, bool]] = {

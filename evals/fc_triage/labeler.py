@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from evals.fc_triage.plant import T0, TICK_S, robot_id
-from evals.fc_triage.world import Interval, SiteFrames, World
+from sopgraph.evals.fc_triage.plant import T0, TICK_S, robot_id
+from sopgraph.evals.fc_triage.world import Interval, SiteFrames, World
 
 
 @dataclass(frozen=True)
@@ -169,4 +169,4 @@ class Labeler:
 
 def _load_truth_modules() -> None:
     # Imported for their @truth registrations.
-    from evals.fc_triage import truth_conveyance, truth_ops, truth_robotics  # noqa: F401
+    from sopgraph.evals.fc_triage import truth_conveyance, truth_ops, truth_robotics  # noqa: F401

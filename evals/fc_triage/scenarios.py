@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from evals.fc_triage.labeler import Labeler, Query, Truth
-from evals.fc_triage.plant import iso
-from graphs.model import Sop
+from sopgraph.evals.fc_triage.labeler import Labeler, Query, Truth
+from sopgraph.evals.fc_triage.plant import iso
+from sopgraph.graphs.model import Sop
 
 TIE_EPS = 1e-6
 

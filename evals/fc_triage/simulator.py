@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from evals.fc_triage.faults import Fault, schedule_faults
-from evals.fc_triage.plant import (
+from sopgraph.evals.fc_triage.faults import Fault, schedule_faults
+from sopgraph.evals.fc_triage.plant import (
     QUADRANTS,
     SITES,
     TICK_S,
@@ -22,8 +22,8 @@ from evals.fc_triage.plant import (
     quadrant_of,
     station_ids,
 )
-from evals.fc_triage.station_sim import simulate_stations
-from evals.fc_triage.world import SiteFrames, World
+from sopgraph.evals.fc_triage.station_sim import simulate_stations
+from sopgraph.evals.fc_triage.world import SiteFrames, World
 
 
 def _demand(n: int) -> np.ndarray:

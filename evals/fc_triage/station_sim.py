@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from evals.fc_triage.plant import T0, TICK_S, TICKS_PER_DAY, printer_id, robot_id, tick_times
-from evals.fc_triage.world import ROBOT_METRICS, Interval, SiteFrames
+from sopgraph.evals.fc_triage.plant import (
+    T0,
+    TICK_S,
+    TICKS_PER_DAY,
+    printer_id,
+    robot_id,
+    tick_times,
+)
+from sopgraph.evals.fc_triage.world import ROBOT_METRICS, Interval, SiteFrames
 
 DAY_S = 86400
 STATE_CODES = ("running", "fault", "standby", "maintenance")

@@ -17,8 +17,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from evals.fc_triage.plant import QUADRANTS, printer_id, robot_id, sql_time, tick_times
-from evals.fc_triage.world import CONVEYANCE_COLUMNS, ROBOT_METRICS, World
+from sopgraph.evals.fc_triage.plant import QUADRANTS, printer_id, robot_id, sql_time, tick_times
+from sopgraph.evals.fc_triage.world import CONVEYANCE_COLUMNS, ROBOT_METRICS, World
 
 METRIC_META: dict[str, tuple[str, str, str]] = {
     "station_idle_pct": (

@@ -6,8 +6,16 @@ from typing import Any
 
 import numpy as np
 
-from evals.fc_triage.labeler import Frames, Query, Truth, compare, counter_increase, nanmean, truth
-from evals.fc_triage.plant import QUADRANTS, TICK_S
+from sopgraph.evals.fc_triage.labeler import (
+    Frames,
+    Query,
+    Truth,
+    compare,
+    counter_increase,
+    nanmean,
+    truth,
+)
+from sopgraph.evals.fc_triage.plant import QUADRANTS, TICK_S
 
 
 def _fill_col(q: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.fc_triage.labeler import Frames, Query, Truth, compare, truth
-from evals.fc_triage.plant import SHIFT_STARTS_H, T0, printer_id, robot_id
+from sopgraph.evals.fc_triage.labeler import Frames, Query, Truth, compare, truth
+from sopgraph.evals.fc_triage.plant import SHIFT_STARTS_H, T0, printer_id, robot_id
 
 
 def _robot(f: Frames, q: Query) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from evals.fc_triage.labeler import Frames, Query, Truth, compare, nanmean, truth
+from sopgraph.evals.fc_triage.labeler import Frames, Query, Truth, compare, nanmean, truth
 
 
 def _mean(f: Frames, metric: str, q: Query, minutes: float) -> float | None:

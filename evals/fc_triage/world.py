@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evals.fc_triage.faults import Fault
-from evals.fc_triage.plant import QUADRANTS, SiteSpec, tick_times
+from sopgraph.evals.fc_triage.faults import Fault
+from sopgraph.evals.fc_triage.plant import QUADRANTS, SiteSpec, tick_times
 
 ROBOT_METRICS = (
     "station_idle_pct",

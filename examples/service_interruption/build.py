@@ -17,9 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-from evals.service_interruption import cases_json, read_tree
-from graphs.importers import dump_sop_yaml, import_file
-from graphs.model import Sop
+from sopgraph.evals.service_interruption import cases_json, read_tree
+from sopgraph.graphs.importers import dump_sop_yaml, import_file
+from sopgraph.graphs.model import Sop
 
 HERE = Path(__file__).resolve().parent
 SERVER = "customer_service"
@@ -31,7 +31,7 @@ The node's ``when`` predicates test the fields of the returned outcome, so the v
 itself is always true.
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 SERVER = "{server}"
 API = "{api}"

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from graphs.importers.native_yaml import dump_sop_yaml
-from graphs.importers.sopagent import import_sopagent
-from graphs.loader import Problem, SopError
-from graphs.model import Sop
+from sopgraph.graphs.importers.native_yaml import dump_sop_yaml
+from sopgraph.graphs.importers.sopagent import import_sopagent
+from sopgraph.graphs.loader import Problem, SopError
+from sopgraph.graphs.model import Sop
 
 # kind -> importer(text, file) -> Sop
 IMPORTERS: dict[str, Callable[[str, str], Sop]] = {

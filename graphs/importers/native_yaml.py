@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from graphs.model import EDGE_KEYS, Node, Sop
+from sopgraph.graphs.model import EDGE_KEYS, Node, Sop
 
 WIDTH = 92
 

@@ -37,10 +37,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphs.importers.native_yaml import dump_sop_yaml
-from graphs.importers.sopagent_steps import CONDITION_OPS, Step, StepParser, parse_steps
-from graphs.loader import Problem, SopError, load_sop_text
-from graphs.model import Sop
+from sopgraph.graphs.importers.native_yaml import dump_sop_yaml
+from sopgraph.graphs.importers.sopagent_steps import CONDITION_OPS, Step, StepParser, parse_steps
+from sopgraph.graphs.loader import Problem, SopError, load_sop_text
+from sopgraph.graphs.model import Sop
 
 DEFAULT_MAX_VISITS = 3
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphs.loader import LineMap, Problem, SopError, parse_yaml
+from sopgraph.graphs.loader import LineMap, Problem, SopError, parse_yaml
 
 # SOP-agent's condition_type -> native predicate op. The paper's benchmark shows only "is";
 # its simulator also returns booleans and numbers compared with thresholds, hence the rest.

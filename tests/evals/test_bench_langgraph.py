@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fc_world import fc_home, fc_world  # noqa: F401
 
-from evals.bench_serve import BENCHES, bench_langgraph, triage_inputs
-from sopgraph.langgraph_dev import CONFIG, LangGraphDev
+from sopgraph.evals.bench_serve import BENCHES, bench_langgraph, triage_inputs
+from sopgraph.evals.langgraph_dev import CONFIG, LangGraphDev
 
 TRIAGE_SERVERS = {"conveyance_warehouse": 1, "ops_store": 1, "robotics_metrics": 1}
 

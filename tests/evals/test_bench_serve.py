@@ -6,7 +6,7 @@ import asyncio
 
 from fc_world import fc_home, fc_world  # noqa: F401
 
-from evals.bench_serve import (
+from sopgraph.evals.bench_serve import (
     REPO,
     TRIAGE_SOP,
     bench_mcp,
@@ -15,8 +15,8 @@ from evals.bench_serve import (
     timed_runs,
     triage_inputs,
 )
-from evals.fc_triage.dataset import load_scenarios
-from graphs.loader import load_sop
+from sopgraph.evals.fc_triage.dataset import load_scenarios
+from sopgraph.graphs.loader import load_sop
 
 TRIAGE_SERVERS = {"conveyance_warehouse": 1, "ops_store": 1, "robotics_metrics": 1}
 

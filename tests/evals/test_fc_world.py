@@ -11,11 +11,11 @@ import duckdb
 import numpy as np
 import pytest
 
-from evals.fc_triage.build import SOP_DIR, build_world
-from evals.fc_triage.labeler import REGISTRY, Labeler, Query, _load_truth_modules
-from evals.fc_triage.plant import parse_ts
-from evals.fc_triage.simulator import simulate
-from graphs.loader import load_sop
+from sopgraph.evals.fc_triage.build import SOP_DIR, build_world
+from sopgraph.evals.fc_triage.labeler import REGISTRY, Labeler, Query, _load_truth_modules
+from sopgraph.evals.fc_triage.plant import parse_ts
+from sopgraph.evals.fc_triage.simulator import simulate
+from sopgraph.graphs.loader import load_sop
 
 
 def _read_jsonl(path: Path) -> list[dict]:

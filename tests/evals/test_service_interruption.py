@@ -20,7 +20,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
 
-from evals.service_interruption import (
+from sopgraph.evals.service_interruption import (
     CASES,
     PSEUDOCODE,
     SOP_DIR,
@@ -33,8 +33,8 @@ from evals.service_interruption import (
     read_tree,
     steps_match,
 )
-from graphs.runner import run_sop
-from mcp_servers.customer_service import World, build_server, load_cases
+from sopgraph.graphs.runner import run_sop
+from sopgraph.mcp_servers.customer_service import World, build_server, load_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ["ServiceInterruptionHandle", "authenticate_customer"]
@@ -135,7 +135,7 @@ def _free_port() -> int:
 
 async def test_server_over_streamable_http():
     port = _free_port()
-    cmd = [sys.executable, "-m", "mcp_servers.customer_service", "--cases", str(CASES)]
+    cmd = [sys.executable, "-m", "sopgraph.mcp_servers.customer_service", "--cases", str(CASES)]
     proc = subprocess.Popen(
         [*cmd, "--transport", "streamable-http", "--port", str(port)],
         cwd=ROOT,
@@ -168,7 +168,7 @@ def test_server_refuses_a_missing_cases_file(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "mcp_servers.customer_service",
+        "sopgraph.mcp_servers.customer_service",
         "--cases",
         str(tmp_path / "x.json"),
     ]

@@ -10,9 +10,9 @@ import sys
 import pytest
 from fc_world import fc_home, fc_world  # noqa: F401
 
-from evals.fc_triage.dataset import load_scenarios
-from evals.triage_eval import compare, eval_triage, summarize
 from sopgraph.cli_eval import TRIAGE_SOP
+from sopgraph.evals.fc_triage.dataset import load_scenarios
+from sopgraph.evals.triage_eval import compare, eval_triage, summarize
 
 
 def _cli(home, *args, model: str | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -44,8 +44,8 @@ async def test_compiled_tools_match_ground_truth(fc_world, fc_home, monkeypatch)
 
 
 def _result_of(outcome):
-    from graphs.model import Verdict
-    from graphs.runner import RunResult
+    from sopgraph.graphs.model import Verdict
+    from sopgraph.graphs.runner import RunResult
 
     kinds = {n: ("root_cause" if n in outcome.root_causes else "other") for n in outcome.path}
     return RunResult(

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_FILES = sorted(ROOT.glob("examples/*/tools/*/v*.py"))
-ALLOWED_PROJECT_IMPORTS = {"graphs.model"}
+ALLOWED_PROJECT_IMPORTS = {"sopgraph.graphs.model"}
 FORBIDDEN_NAMES = {"open", "exec", "eval", "__import__", "compile"}
 DATA_SUFFIXES = (".duckdb", ".sqlite", ".jsonl", ".parquet", ".csv", "fc_world", "cases.json")
 
@@ -53,9 +53,9 @@ def test_tool_reaches_data_only_through_mcp(path):
 def test_the_check_catches_a_cheating_tool(tmp_path):
     bad = tmp_path / "v1.py"
     bad.write_text(
-        "import duckdb\nfrom evals.fc_triage import labeler\n"
+        "import duckdb\nfrom sopgraph.evals.fc_triage import labeler\n"
         "async def run(site, timestamp, ctx):\n    return open('x.jsonl').read()\n"
     )
     problems = _problems(bad)
-    assert "imports evals.fc_triage" in problems and "uses open()" in problems
+    assert "imports sopgraph.evals.fc_triage" in problems and "uses open()" in problems
     assert any("duckdb" in p for p in problems)

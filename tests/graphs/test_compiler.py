@@ -7,7 +7,7 @@ import time
 import pytest
 from sop_factory import make_sop
 
-from graphs.runner import InputError, Session
+from sopgraph.graphs.runner import InputError, Session
 
 
 @pytest.fixture(autouse=True)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from graphs import drawing
-from graphs.drawing import DrawingError, render_png, to_dot, to_mermaid
-from graphs.loader import load_sop, load_sop_text
-from graphs.model import Verdict
+from sopgraph.graphs import drawing
+from sopgraph.graphs.drawing import DrawingError, render_png, to_dot, to_mermaid
+from sopgraph.graphs.loader import load_sop, load_sop_text
+from sopgraph.graphs.model import Verdict
 
 GOOD = sorted((Path(__file__).resolve().parents[1] / "data" / "good_sops").glob("*.yaml"))
 MERMAID_EDGE = re.compile(r'^    (\S+) (?:-->|-\.->)(?:\|"([^"]*)"\|)? (\S+)$')

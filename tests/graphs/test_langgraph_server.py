@@ -19,10 +19,10 @@ from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
 from sop_factory import make_sop
 
-from evals.fc_triage.dataset import Scenario, load_scenarios
-from graphs.loader import load_sop
-from graphs.studio import resolve_sop
-from sopgraph.langgraph_dev import CONFIG, REPO, LangGraphDev
+from sopgraph.evals.fc_triage.dataset import Scenario, load_scenarios
+from sopgraph.evals.langgraph_dev import CONFIG, REPO, LangGraphDev
+from sopgraph.graphs.loader import load_sop
+from sopgraph.graphs.studio import resolve_sop
 
 pytestmark = pytest.mark.slow
 

@@ -38,7 +38,9 @@ def test_sigkill_mid_tool_then_resume_on_postgres(tmp_path, pg_dsn):  # noqa: F8
 async def test_sigkill_server_mid_run_then_new_server_continues(tmp_path, pg_dsn):  # noqa: F811
     run = await kill_server_mid_tool_then_resume(tmp_path, "durable_pg_server", THREAD, pg_dsn)
     # the killed server had started the SOP's MCP sub-server, which died with it
-    assert any("mcp_servers.customer_service" in cmd for cmd in run.sub_servers), run.sub_servers
+    assert any("sopgraph.mcp_servers.customer_service" in cmd for cmd in run.sub_servers), (
+        run.sub_servers
+    )
     assert run.orphans == []
     assert run.before == {"first": 1, "quick": 1}
     result = run.result

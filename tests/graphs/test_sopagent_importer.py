@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from graphs.importers import dump_sop_yaml, import_file
-from graphs.importers.sopagent import CONDITION_OPS, import_sopagent
-from graphs.loader import SopError, load_sop_text
+from sopgraph.graphs.importers import dump_sop_yaml, import_file
+from sopgraph.graphs.importers.sopagent import CONDITION_OPS, import_sopagent
+from sopgraph.graphs.loader import SopError, load_sop_text
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "service_interruption"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from graphs.model import Sop
-from graphs.topology import Edge, cycles, graph_of, nodes_in_cycles, parents_of
+from sopgraph.graphs.model import Sop
+from sopgraph.graphs.topology import Edge, cycles, graph_of, nodes_in_cycles, parents_of
 
 
 def _reachable(graph: dict[str, list[Edge]], start: str, allowed: set[str]) -> set[str]:

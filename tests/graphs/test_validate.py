@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from graphs.loader import SopError, load_sop, load_sop_text, parse_yaml
-from graphs.validate import find_warnings
+from sopgraph.graphs.loader import SopError, load_sop, load_sop_text, parse_yaml
+from sopgraph.graphs.validate import find_warnings
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BAD = sorted((DATA / "bad_sops").glob("*.yaml"))

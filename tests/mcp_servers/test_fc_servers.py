@@ -11,7 +11,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from evals.fc_triage.build import build_world
+from sopgraph.evals.fc_triage.build import build_world
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def world(tmp_path_factory) -> object:
 @asynccontextmanager
 async def session(module: str, db: Path):
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", f"mcp_servers.{module}", "--db", str(db)]
+        command=sys.executable, args=["-m", f"sopgraph.mcp_servers.{module}", "--db", str(db)]
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
@@ -191,7 +191,13 @@ def test_missing_db_is_one_line_error(tmp_path):
     import subprocess
 
     r = subprocess.run(
-        [sys.executable, "-m", "mcp_servers.ops_store", "--db", str(tmp_path / "none.sqlite")],
+        [
+            sys.executable,
+            "-m",
+            "sopgraph.mcp_servers.ops_store",
+            "--db",
+            str(tmp_path / "none.sqlite"),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -20,8 +20,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from sop_factory import make_sop
 
-from evals.fc_triage.dataset import load_scenarios
-from graphs.loader import load_sop
+from sopgraph.evals.fc_triage.dataset import load_scenarios
+from sopgraph.graphs.loader import load_sop
 
 REPO = Path(__file__).resolve().parents[2]
 TRIAGE = "fc_outbound_dock_triage"
@@ -128,7 +128,7 @@ async def _catalog_checks(session: ClientSession) -> None:
     assert templates == {"sop://{sop_id}/text", "sop://{sop_id}/mermaid"}
     text = await session.read_resource(f"sop://{SERVICE}/text")
     assert text.contents[0].text == (SERVICE_DIR / "sop.yaml").read_text()
-    from graphs.drawing import to_mermaid
+    from sopgraph.graphs.drawing import to_mermaid
 
     mermaid = await session.read_resource(f"sop://{SERVICE}/mermaid")
     assert mermaid.contents[0].text == to_mermaid(load_sop(SERVICE_DIR))

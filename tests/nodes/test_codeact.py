@@ -14,16 +14,16 @@ from dspy.utils import DummyLM
 from fake_chat import ScriptedChatModel
 from langchain_core.messages import AIMessage
 
-from graphs.model import Node
-from nodes.codeact import (
+from sopgraph.graphs.model import Node
+from sopgraph.nodes.codeact import (
     CodeActExecutor,
     clean_traceback,
     extract_code,
 )
-from nodes.executor import ToolContext, Unavailable
-from nodes.mcp_client import McpPool, ServerConfig
-from nodes.mcp_functions import allowed_servers, function_name
-from prompts.verdict import VerdictExtractor
+from sopgraph.nodes.executor import ToolContext, Unavailable
+from sopgraph.nodes.mcp_client import McpPool, ServerConfig
+from sopgraph.nodes.mcp_functions import allowed_servers, function_name
+from sopgraph.prompts.verdict import VerdictExtractor
 from sopgraph.scripted_model import ScriptedAgentModel
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "toy_metrics.py"

@@ -14,14 +14,14 @@ import pytest
 import pytest_asyncio
 from fc_world import fc_world  # noqa: F401
 
-from graphs.model import Node, Verdict
-from nodes.codeact import CodeActExecutor
-from nodes.executor import ToolContext
-from nodes.mcp_client import McpPool, ServerConfig
-from prompts.verdict import ExtractionError, VerdictExtractor
-from sopgraph.local_llm import LocalModelServer, LocalModelUnavailable, ensure_installed
-from sopgraph.models import chat_model, dspy_lm
-from sopgraph.settings import Settings
+from sopgraph.graphs.model import Node, Verdict
+from sopgraph.nodes.codeact import CodeActExecutor
+from sopgraph.nodes.executor import ToolContext
+from sopgraph.nodes.local_llm import LocalModelServer, LocalModelUnavailable, ensure_installed
+from sopgraph.nodes.mcp_client import McpPool, ServerConfig
+from sopgraph.nodes.models import chat_model, dspy_lm
+from sopgraph.nodes.settings import Settings
+from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.asyncio(loop_scope="module")]
 
@@ -42,7 +42,7 @@ def local() -> Settings:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def pool(fc_world):  # noqa: F811
-    args = ["-m", "mcp_servers.robotics_metrics", "--db", str(fc_world.robotics)]
+    args = ["-m", "sopgraph.mcp_servers.robotics_metrics", "--db", str(fc_world.robotics)]
     async with McpPool({"robotics": ServerConfig(command=sys.executable, args=args)}) as p:
         yield p
 

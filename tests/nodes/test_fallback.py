@@ -12,12 +12,12 @@ from fake_chat import ScriptedChatModel
 from langchain_core.messages import AIMessage
 from sop_factory import make_sop
 
-from graphs.runner import Session
-from nodes.architectures import ArchitectureError, executors_for, load_models
 from sopgraph.cli import main
+from sopgraph.graphs.runner import Session
+from sopgraph.nodes.architectures import ArchitectureError, executors_for, load_models
+from sopgraph.nodes.settings import Settings
 from sopgraph.scripted_model import ScriptedAgentModel
-from sopgraph.settings import Settings
-from tools.registry import Registry
+from sopgraph.tools.registry import Registry
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "toy_metrics.py"
 SOP = {

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from nodes.mcp_client import McpError, McpPool, ServerConfig
+from sopgraph.nodes.mcp_client import McpError, McpPool, ServerConfig
 
 
 async def test_a_server_that_fails_to_start_reports_its_last_error_line():

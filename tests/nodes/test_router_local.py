@@ -12,12 +12,12 @@ import time
 import pytest
 from sop_factory import make_sop
 
-from graphs.runner import Session
-from nodes.judge import JudgeExecutor
-from nodes.router import FunctionCallingRouter
-from sopgraph.local_llm import LocalModelUnavailable, ensure_installed, shared_server
-from sopgraph.models import chat_model, dspy_lm
-from sopgraph.settings import Settings
+from sopgraph.graphs.runner import Session
+from sopgraph.nodes.judge import JudgeExecutor
+from sopgraph.nodes.local_llm import LocalModelUnavailable, ensure_installed, shared_server
+from sopgraph.nodes.models import chat_model, dspy_lm
+from sopgraph.nodes.router import FunctionCallingRouter
+from sopgraph.nodes.settings import Settings
 
 pytestmark = pytest.mark.local_llm
 

@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
-from nodes.sandbox import TRUNCATION_MARKER, SandboxLimits, run_code
-from nodes.sandbox_selftest import fake_tools, load_corpus, run_selftest
+from sopgraph.nodes.sandbox import TRUNCATION_MARKER, SandboxLimits, run_code
+from sopgraph.nodes.sandbox_selftest import fake_tools, load_corpus, run_selftest
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox jail is Linux-only")
 

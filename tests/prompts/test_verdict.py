@@ -9,8 +9,8 @@ import pytest
 from dspy.dsp.utils.settings import DEFAULT_CONFIG
 from dspy.utils import DummyLM
 
-from prompts.codeact import FunctionSpec, render_system_prompt, signature
-from prompts.verdict import (
+from sopgraph.prompts.codeact import FunctionSpec, render_system_prompt, signature
+from sopgraph.prompts.verdict import (
     ExtractionError,
     VerdictExtractor,
     compile_extractor,

@@ -7,13 +7,13 @@ import threading
 import time
 from pathlib import Path
 
-from graphs.model import Verdict
-from tools.invocation_log import InvocationLog
+from sopgraph.graphs.model import Verdict
+from sopgraph.tools.invocation_log import InvocationLog
 
 CHILD = """
 import sys
 from pathlib import Path
-from tools.invocation_log import InvocationLog
+from sopgraph.tools.invocation_log import InvocationLog
 
 log = InvocationLog(Path(sys.argv[1]))
 for i in range(int(sys.argv[3])):

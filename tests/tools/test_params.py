@@ -1,8 +1,8 @@
 import pytest
 
-from graphs.loader import SopError
-from graphs.model import Sop
-from tools.params import ParamError, ParamStore
+from sopgraph.graphs.loader import SopError
+from sopgraph.graphs.model import Sop
+from sopgraph.tools.params import ParamError, ParamStore
 
 
 def make_sop() -> Sop:

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from graphs.model import Verdict
-from tools.commands import tools_list, tools_promote, tools_remove, tools_revert
-from tools.registry import (
+from sopgraph.graphs.model import Verdict
+from sopgraph.tools.commands import tools_list, tools_promote, tools_remove, tools_revert
+from sopgraph.tools.registry import (
     Registry,
     RegistryError,
     ToolIntegrityError,
@@ -20,7 +20,7 @@ from tools.registry import (
 
 def tool_code(answer: str) -> str:
     return (
-        "from graphs.model import Verdict\n\n"
+        "from sopgraph.graphs.model import Verdict\n\n"
         "async def run(site, timestamp, ctx):\n"
         f"    return Verdict(value={answer!r}, observed={{'site': site}},"
         " threshold=ctx.params.get('t'))\n"
@@ -245,7 +245,7 @@ def test_commands(tmp_path):
 ADDER = """
 import sys
 from pathlib import Path
-from tools.registry import Registry
+from sopgraph.tools.registry import Registry
 
 reg = Registry(Path(sys.argv[1]))
 for _ in range(10):
@@ -263,7 +263,7 @@ def test_concurrent_writers_from_two_processes_lose_nothing(tmp_path):
 
 
 def test_set_pass_rates_updates_one_version(tmp_path):
-    from tools.registry import Registry, ToolMissing
+    from sopgraph.tools.registry import Registry, ToolMissing
 
     reg = Registry(tmp_path / "tools", sop_id="s")
     code = "async def run(site, timestamp, ctx):\n    return {'value': 'true'}\n"

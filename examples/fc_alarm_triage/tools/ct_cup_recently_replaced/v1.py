@@ -7,7 +7,7 @@ work done at or before the alarm counts; no replacement on record means not rece
 
 from datetime import UTC, datetime
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _lit(s: object) -> str:

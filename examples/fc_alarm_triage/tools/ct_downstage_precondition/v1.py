@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 RECENT_MIN = 10
 AVERAGE_MIN = 5

@@ -7,7 +7,7 @@ alarm falls in.
 
 from datetime import UTC, datetime
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _lit(s: object) -> str:

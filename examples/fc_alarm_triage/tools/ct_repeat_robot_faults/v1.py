@@ -7,7 +7,7 @@ fault in the window.
 
 from datetime import UTC, datetime, timedelta
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _sql_time(t: datetime) -> str:

@@ -7,7 +7,7 @@ open); a robot's tickets carry its `stations.robot_id` as equipment_id.
 
 from datetime import UTC, datetime
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _sql_time(ts: str) -> str:

@@ -7,7 +7,7 @@ shift clock in the same time base as the alarm. No data is needed: the answer is
 
 from datetime import UTC, datetime
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 # Shift starts as the SOP states them, in minutes after midnight; shifts are 12 hours long.
 _FIRST_SHIFT_MIN = 6 * 60

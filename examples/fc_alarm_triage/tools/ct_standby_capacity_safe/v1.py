@@ -10,7 +10,7 @@ Robotics: `units_inducted` is a per-station 5-minute count, so the site's last h
 import asyncio
 from datetime import UTC, datetime
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _sql_time(ts: str) -> str:

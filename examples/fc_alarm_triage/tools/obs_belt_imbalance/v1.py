@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 WINDOW_MIN = 10
 HALVES = {  # half -> its quadrants' fill columns

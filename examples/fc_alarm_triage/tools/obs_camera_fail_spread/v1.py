@@ -6,7 +6,7 @@ the window `[15m]` holds the samples in (t-15m, t]; a station with no samples (e
 not counted. One query returns every station of the site.
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 async def run(site: str, timestamp: str, ctx) -> Verdict:

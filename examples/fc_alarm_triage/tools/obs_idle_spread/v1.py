@@ -6,7 +6,7 @@ Robotics conventions: `station_idle_pct` is one 5-minute gauge sample per statio
 counted as idle. One query returns every station of the site.
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 async def run(site: str, timestamp: str, ctx) -> Verdict:

@@ -9,7 +9,7 @@ all means no data; samples with zero attempts mean the robot picked nothing: no 
 
 import asyncio
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 _WINDOW = "30m"
 

@@ -8,7 +8,7 @@ has no error rate and is not counted. Two queries cover the whole site.
 
 import asyncio
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 async def _sums_by_station(ctx, metric: str, site: str, timestamp: str) -> dict[str, float]:

@@ -9,7 +9,7 @@ contributes nothing for the intervals it missed.
 
 from datetime import UTC, datetime, timedelta
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 _HOUR = timedelta(hours=1)
 

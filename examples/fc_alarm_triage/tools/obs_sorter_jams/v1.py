@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 WINDOW_MIN = 30
 STEP_MIN = 5  # one row per five-minute interval: the baseline row is at most this much older

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 WINDOW_MIN = 45
 

@@ -6,7 +6,7 @@ of that interval, 0-100); an instant query's `[15m]` window holds the samples in
 station whose exporter is down has no samples (no_data, not 0% idle).
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _selector(metric: str, **labels: str) -> str:

@@ -7,7 +7,7 @@ Robotics conventions: `camera_read_fail_pct` is one gauge sample per station eve
 samples: no data.
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _selector(metric: str, **labels: str) -> str:

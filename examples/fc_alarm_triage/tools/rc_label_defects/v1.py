@@ -7,7 +7,7 @@ the samples in (t-30m, t], averaged as equal 5-minute intervals; a station whose
 down has no samples: no data.
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _selector(metric: str, **labels: str) -> str:

@@ -6,7 +6,7 @@ belongs to an exporter outage (the SOP's 15-minute telemetry horizon), so it is 
 data rather than trusted as current.
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _selector(metric: str, **labels: str) -> str:

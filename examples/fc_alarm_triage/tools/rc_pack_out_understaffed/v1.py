@@ -6,7 +6,7 @@ Ops store conventions: `staffing` has one row per site, UTC hour (hour_start
 
 from datetime import UTC, datetime
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _lit(s: object) -> str:

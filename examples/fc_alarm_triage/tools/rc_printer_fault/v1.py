@@ -7,7 +7,7 @@ is `stations.printer_id`.
 
 from datetime import UTC, datetime
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _sql_time(ts: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 WINDOW_MIN = 10
 QUADRANTS = {  # quadrant -> column, as conveyance's collector_quadrants table maps them

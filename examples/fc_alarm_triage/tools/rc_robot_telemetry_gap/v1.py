@@ -5,7 +5,7 @@ exporter outage removes every metric at once; `station_idle_pct` (the SOP's data
 exported while the exporter is up, so counting its samples in (t-15m, t] is enough.
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 # "No metrics at all": the definition, not a tunable threshold.
 _NONE = 0

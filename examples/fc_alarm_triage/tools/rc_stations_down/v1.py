@@ -7,7 +7,7 @@ state at the alarm is anything but 'running' (fault, maintenance, standby).
 
 from datetime import UTC, datetime
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _lit(s: object) -> str:

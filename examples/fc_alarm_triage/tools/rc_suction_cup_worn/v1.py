@@ -6,7 +6,7 @@ kPa over the interval); an instant query's `[30m]` window holds the samples in (
 averaged as equal 5-minute intervals; a station whose exporter is down has no samples: no data.
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 
 def _selector(metric: str, **labels: str) -> str:

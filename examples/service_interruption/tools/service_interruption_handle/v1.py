@@ -4,7 +4,7 @@ The node's ``when`` predicates test the fields of the returned outcome, so the v
 itself is always true.
 """
 
-from graphs.model import Verdict
+from sopgraph.graphs.model import Verdict
 
 SERVER = "customer_service"
 API = "ServiceInterruptionHandle"

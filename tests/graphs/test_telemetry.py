@@ -17,8 +17,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sop_factory import make_sop
 
-from graphs.runner import Session
-from sopgraph import telemetry
+from sopgraph.graphs import telemetry
+from sopgraph.graphs.runner import Session
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "echo_metrics.py"
 

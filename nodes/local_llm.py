@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from sopgraph.settings import Settings, SettingsError
+from sopgraph.nodes.settings import Settings, SettingsError
 
 MODEL_NAME = "smollm2-135m-instruct"
 """The name the server answers to (``--model_alias``)."""

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
-from sopgraph.trace_tree import TreeExporter
+from sopgraph.graphs.trace_tree import TreeExporter
 
 TRACE_MODES: tuple[str, ...] = ("console", "otlp")
 _MAX_ATTR = 2000  # observed values can be whole query results; keep spans small

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import socket
 
+import pg_cluster as pg
 import psycopg
 import pytest
-
-from sopgraph import pg
-from sopgraph.pg import PgCluster, PostgresMissing
+from pg_cluster import PgCluster, PostgresMissing
 
 
 @pytest.mark.postgres

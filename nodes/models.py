@@ -18,7 +18,7 @@ from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_openai import ChatOpenAI
 
-from sopgraph.settings import OLLAMA_BASE_URL, Settings
+from sopgraph.nodes.settings import OLLAMA_BASE_URL, Settings
 
 LOCAL_MAX_TOKENS = 512
 """Default reply budget for the local model: its context is small (``local_n_ctx``)."""
@@ -65,14 +65,14 @@ def openai_endpoint(settings: Settings) -> Endpoint:
     """The endpoint for an ``openai``, ``ollama`` or ``local`` model.
 
     For ``local`` without a ``base_url`` this starts the process-wide local
-    server (see ``sopgraph.local_llm.shared_server``).
+    server (see ``sopgraph.nodes.local_llm.shared_server``).
     """
     provider, name = settings.provider, settings.model_name
     key = settings.resolved_api_key()
     if provider == "local":
         base_url = settings.base_url
         if base_url is None:
-            from sopgraph.local_llm import shared_server
+            from sopgraph.nodes.local_llm import shared_server
 
             base_url = shared_server(settings).base_url
         return Endpoint(name, base_url, key or "local")

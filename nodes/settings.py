@@ -167,7 +167,7 @@ class Settings(BaseSettings):
                     "http://127.0.0.1:8000/v1, or OPENAI_API_KEY for api.openai.com"
                 )
         elif provider == "local":
-            from sopgraph.local_llm import ensure_installed
+            from sopgraph.nodes.local_llm import ensure_installed
 
             ensure_installed()
 

@@ -2,8 +2,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
-from sopgraph.models import ChatOpenAICompatible, chat_model, dspy_lm
-from sopgraph.settings import Settings, SettingsError
+from sopgraph.nodes.models import ChatOpenAICompatible, chat_model, dspy_lm
+from sopgraph.nodes.settings import Settings, SettingsError
 
 BEDROCK = "bedrock:anthropic.claude-3-5-sonnet-20240620-v1:0"
 

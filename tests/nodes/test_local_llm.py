@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from sopgraph.local_llm import (
+from sopgraph.nodes.local_llm import (
     MODEL_NAME,
     LocalModelError,
     LocalModelServer,
@@ -22,8 +22,8 @@ from sopgraph.local_llm import (
     find_gguf,
     shared_server,
 )
-from sopgraph.models import chat_model, dspy_lm
-from sopgraph.settings import Settings
+from sopgraph.nodes.models import chat_model, dspy_lm
+from sopgraph.nodes.settings import Settings
 
 pytestmark = pytest.mark.local_llm
 
