@@ -1,13 +1,15 @@
 """OS-level containment for the sandbox: the part that holds even when Python-level hooks fail.
 
-A sandboxed child gets, in a `preexec_fn` that runs between fork and exec: resource limits,
-its own network namespace (no interface is up, so not even loopback answers) and mount
-namespace (the repo, home directories and shared temp dirs hidden under empty read-only
-tmpfs, a fresh size-limited tmpfs as its working directory), a seccomp filter (no sockets,
-no fork, no mount/ptrace/namespace syscalls) and a fresh unprivileged uid, unique per run,
-so that leftovers can be found and killed by uid. Every layer is best effort; the layers
-actually applied are reported back through a pipe and a run refuses to start without the
-essential ones.
+A sandboxed child gets, in a `preexec_fn` that runs between fork and exec: resource limits;
+its own network (nothing is up, not even loopback), PID, UTS, IPC and mount namespaces; a
+minimal root filesystem (`sandbox_rootfs`: only the interpreter, its stdlib and libraries,
+read-only, a fresh `/proc` that lists only the run's processes, a size-limited tmpfs as its
+working directory); a seccomp filter (no sockets, no fork, and the process is killed on
+mount/ptrace/namespace/kernel-module syscalls); and a fresh unprivileged uid, unique per run.
+The child forks once more inside the new PID namespace: the first process stays outside as a
+supervisor that reports the jailed process's wait status on a pipe only it holds, so the
+host's verdict rests on a channel the guest cannot write. The layers actually applied are
+reported back and a run refuses to start without the essential ones.
 """
 
 from __future__ import annotations
@@ -29,45 +31,47 @@ import tempfile
 import time
 from pathlib import Path
 
+from sopgraph.nodes.sandbox_rootfs import SANDBOX_CWD, apply_plan, mount_proc, rootfs_plan
+
 # A fresh uid per run, far above any uid a distribution hands out.
 SANDBOX_UID_MIN = 1_500_000_000
 SANDBOX_UID_MAX = 1_600_000_000
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+USED_UIDS: set[int] = set()  # every sandbox uid this process handed out (for the selftest)
 _HIDDEN_CANDIDATES = ("/root", "/home", "/work", "/mnt", "/srv", "/media", "/run", "/var/tmp")
 _KEEP = ("/", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys", "/var")
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWUTS = 0x04000000
+_CLONE_NEWIPC = 0x08000000
+_PR_SET_PDEATHSIG = 1
 _CLONE_THREAD = 0x00010000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REC, _MS_PRIVATE = 0x4000, 1 << 18
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 
-# x86_64 syscall numbers denied by the seccomp filter, with the errno they fail with.
+# x86_64 syscalls that fail with an errno, so that ordinary code gets a clear error.
 _X86_64_DENY = {
     41: errno.EACCES,  # socket
     57: errno.EAGAIN,  # fork
     58: errno.EAGAIN,  # vfork
     435: errno.ENOSYS,  # clone3 (glibc falls back to clone, whose flags we can inspect)
-    101: errno.EPERM,  # ptrace
-    165: errno.EPERM,  # mount
-    166: errno.EPERM,  # umount2
-    272: errno.EPERM,  # unshare
-    308: errno.EPERM,  # setns
-    155: errno.EPERM,  # pivot_root
-    161: errno.EPERM,  # chroot
-    321: errno.EPERM,  # bpf
-    298: errno.EPERM,  # perf_event_open
-    323: errno.EPERM,  # userfaultfd
-    248: errno.EPERM,  # add_key
-    249: errno.EPERM,  # request_key
-    250: errno.EPERM,  # keyctl
-    310: errno.EPERM,  # process_vm_readv
-    311: errno.EPERM,  # process_vm_writev
-    425: errno.EPERM,  # io_uring_setup
 }
+# x86_64 syscalls no sandboxed program has a use for: the process is killed (SIGSYS), which
+# the host sees in the wait status, a record the guest cannot rewrite.
+_X86_64_KILL = (
+    101, 165, 166, 272, 308, 155, 161,  # ptrace, mount, umount2, unshare, setns, pivot_root, chroot
+    321, 298, 323, 248, 249, 250,  # bpf, perf_event_open, userfaultfd, add_key, request_key, keyctl
+    310, 311, 425, 426, 427,  # process_vm_readv/writev, io_uring_setup/enter/register
+    246, 320, 175, 313, 176, 169,  # kexec_load, kexec_file_load, (f)init/delete_module, reboot
+    167, 168, 303, 304, 170, 171,  # swapon/off, name_to/open_by_handle_at, set host/domain name
+    159, 164, 227, 163, 172, 173,  # adjtimex, settimeofday, clock_settime, acct, iopl, ioperm
+    428, 429, 430, 431, 432, 433, 442,  # new mount API: open_tree ... fspick, mount_setattr
+)  # fmt: skip
 _X86_64_CLONE = 56
 _AUDIT_ARCH_X86_64 = 0xC000003E
 
@@ -109,6 +113,8 @@ def _seccomp_program(pid: int) -> _Prog | None:
     ]
     for nr, code in _X86_64_DENY.items():
         ins += [(jeq, 0, 1, nr), (ret, 0, 0, err(code))]
+    for nr in _X86_64_KILL:
+        ins += [(jeq, 0, 1, nr), (ret, 0, 0, kill)]
     for nr in _X86_64_DENY_PIDFD:
         ins += [(jeq, 0, 1, nr), (ret, 0, 0, err(errno.EPERM))]
     for nr in _X86_64_SIGNAL:
@@ -157,17 +163,26 @@ class Jail:
     """The OS layers for one run: call `preexec` in the child, `cleanup` in the parent."""
 
     def __init__(self, *, cpu_seconds: int, memory_mb: int, file_size_mb: int,
-                 max_processes: int, disk_mb: int, interpreter: str) -> None:  # fmt: skip
+                 max_processes: int, disk_mb: int, interpreter: str,
+                 imports: tuple[str, ...] = ()) -> None:  # fmt: skip
         self.limits = (cpu_seconds, memory_mb, file_size_mb, max_processes, disk_mb)
         self.is_root = os.geteuid() == 0
         self.uid = random.randrange(SANDBOX_UID_MIN, SANDBOX_UID_MAX) if self.is_root else -1
+        USED_UIDS.add(self.uid)
         self.hide = hidden_paths(interpreter)
-        # Fallback working directory, used only when no mount namespace can be had.
+        self.plan = rootfs_plan(interpreter, tuple(sorted(imports)))
+        # The path to exec: inside the minimal root only the interpreter's real path exists.
+        self.program = self.plan.program if self.plan else interpreter
+        # Fallback working directory, used only when no mount namespace can be had; with one,
+        # the (empty) directory is only the mount point of the new root.
         self.workdir = tempfile.mkdtemp(prefix="sopgraph-sbx-")
         if self.is_root:
             os.chown(self.workdir, self.uid, self.uid)
         os.chmod(self.workdir, 0o700)
         self._status_r, self._status_w = os.pipe()
+        # Written only by the supervisor (outside the guest's PID namespace, never the guest).
+        self._exit_r, self._exit_w = os.pipe()
+        self._guest_fd = -1
 
     def preexec(self) -> None:
         """Runs in the forked child before exec: no allocation-heavy work, no locks."""
@@ -175,7 +190,9 @@ class Jail:
         cpu, mem, fsize, nproc, disk = self.limits
         mb = 1024 * 1024
         for res, val in (
-            (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+            # soft == hard: the kernel's SIGKILL at the limit reaches even a namespace's pid 1
+            # (which ignores SIGXCPU); the supervisor's CPU figure names the reason.
+            (resource.RLIMIT_CPU, (cpu, cpu)),
             (resource.RLIMIT_AS, (mem * mb, mem * mb)),
             (resource.RLIMIT_FSIZE, (fsize * mb, fsize * mb)),
             (resource.RLIMIT_NPROC, (nproc, nproc)),
@@ -187,12 +204,24 @@ class Jail:
         cwd = self.workdir
         if self._unshare(self.is_root):
             layers.append("netns")
-            if self._mounts(disk):
+            child = os.fork()
+            if child:
+                self._supervise(child)  # never returns
+            layers.append("pidns")
+            os.setsid()  # out of the supervisor's process group: kill(0) cannot reach it
+            _libc.sethostname(b"sandbox", 7)
+            owner = self.uid if self.is_root else -1
+            if self.plan and apply_plan(self.plan, self.workdir, disk, owner):
+                layers += ["mountns", "rootfs"]
+                cwd = SANDBOX_CWD
+            elif self._mounts(disk):
                 layers.append("mountns")
-                cwd = "/tmp/sandbox"
+                cwd = SANDBOX_CWD
                 os.mkdir(cwd, 0o700)
                 if self.is_root:
                     os.chown(cwd, self.uid, self.uid)
+            if "mountns" in layers and mount_proc():
+                layers.append("procfs")
         os.chdir(cwd)
         layers.append("tmp cwd")
         seccomp = _seccomp_program(os.getpid())
@@ -207,10 +236,37 @@ class Jail:
             os.setresgid(self.uid, self.uid, self.uid)
             os.setresuid(self.uid, self.uid, self.uid)
             layers.append("uid")
+        if "pidns" in layers:
+            # Pid 1 of the new namespace dies with the supervisor and takes the namespace
+            # along. Set last: a change of uid clears it.
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         os.write(self._status_w, json.dumps({"layers": layers, "cwd": cwd}).encode())
 
+    def _supervise(self, child: int) -> None:
+        """The first child, outside the new PID namespace: wait, report the status, mirror it."""
+        code = 255
+        try:
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            fd = self._exit_w
+            os.closerange(0, fd)  # the host's pipes (and subprocess's error pipe) stay the child's
+            os.closerange(fd + 1, 1 << 16)
+            os.write(fd, struct.pack("<i", child))  # so the host can kill it, not us, first
+            _, status, usage = os.wait4(child, 0)
+            cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000)
+            os.write(fd, struct.pack("<ii", status, cpu_ms))
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                    signal.signal(sig, signal.SIG_DFL)
+                os.kill(os.getpid(), sig)
+                code = 128 + sig
+            else:
+                code = os.waitstatus_to_exitcode(status) & 0xFF
+        finally:
+            os._exit(code)
+
     def _unshare(self, is_root: bool) -> bool:
-        flags = _CLONE_NEWNS | _CLONE_NEWNET
+        flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWUTS | _CLONE_NEWIPC
         if _libc.unshare(flags) == 0:
             return True
         if is_root:
@@ -246,18 +302,69 @@ class Jail:
     def read_layers(self) -> list[str]:
         """Call once the child has exec'd: what preexec managed to apply."""
         os.close(self._status_w)
+        self._status_w = -1
         try:
             data = os.read(self._status_r, 4096)
         finally:
             os.close(self._status_r)
+            self._status_r = -1
         return json.loads(data or b"{}").get("layers", [])
 
     def close_status(self) -> None:
-        for fd in (self._status_w, self._status_r):
+        """Close whatever pipe ends are still open (each once: fd numbers get reused)."""
+        for name in ("_status_w", "_status_r", "_exit_w", "_exit_r", "_guest_fd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def started(self) -> None:
+        """Call once the child exists: the supervisor alone keeps the exit pipe's write end."""
+        os.close(self._exit_w)
+        self._exit_w = -1
+
+    def watch_guest(self, layers: list[str]) -> None:
+        """After `read_layers`: take a pidfd on the jailed process the supervisor reported."""
+        if "pidns" not in layers or self._exit_r < 0:
+            return
+        data = os.read(self._exit_r, 4)  # written right after the fork, before the child ran
+        if len(data) == 4:
             try:
-                os.close(fd)
+                self._guest_fd = os.pidfd_open(struct.unpack("<i", data)[0])
             except OSError:
                 pass
+
+    def kill_guest(self) -> bool:
+        """SIGKILL the jailed process (its namespace dies with it, the supervisor then reports
+        and exits, so nothing is left a zombie). False when there is no such process."""
+        if self._guest_fd < 0:
+            return False
+        try:
+            signal.pidfd_send_signal(self._guest_fd, signal.SIGKILL)
+        except OSError:
+            return False
+        return True
+
+    def exit_status(self) -> tuple[int, float] | None:
+        """The jailed process's raw wait status and CPU seconds, as the supervisor saw them
+        (None: no report). Call after the supervisor has exited; closes the pipes.
+        """
+        if self._exit_r < 0:
+            return None
+        try:
+            os.set_blocking(self._exit_r, False)
+            data = os.read(self._exit_r, 16)
+        except OSError:
+            data = b""
+        finally:
+            self.close_status()
+        if len(data) < 8:
+            return None
+        status, cpu_ms = struct.unpack("<ii", data[:8])
+        return status, cpu_ms / 1000
 
     def cleanup(self, pid: int | None) -> int:
         """Kill the process group and every process left under the run's uid; remove workdir.
@@ -304,15 +411,19 @@ def pids_of_uid(uid: int) -> list[int]:
     return out
 
 
-def sandbox_pids() -> list[int]:
-    """Every live process running under any sandbox uid (for the selftest's host checks)."""
+def sandbox_pids(uids: set[int] | None = None) -> list[int]:
+    """Live (not zombie) processes under a sandbox uid: any, or only `uids` (the selftest
+    passes the uids its own runs used, so that other programs' sandboxes do not count)."""
     out = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
                 uid = entry.stat().st_uid
-            except OSError:
+                state = Path(entry.path, "stat").read_text().rsplit(")", 1)[-1].split()[0]
+            except (OSError, IndexError):
                 continue
-            if SANDBOX_UID_MIN <= uid < SANDBOX_UID_MAX:
+            if state == "Z" or not SANDBOX_UID_MIN <= uid < SANDBOX_UID_MAX:
+                continue
+            if uids is None or uid in uids:
                 out.append(int(entry.name))
     return out
