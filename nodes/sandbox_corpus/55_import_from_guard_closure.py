@@ -1,4 +1,4 @@
-# attack: digs the unguarded import out of the guarded __import__'s closure and loads zipfile
+# attack: digs the unguarded import out of the guarded __import__'s closure and loads glob (outside the list)
 # expect: blocked import
 found = None
 for cell in __import__.__closure__ or ():
@@ -7,5 +7,5 @@ for cell in __import__.__closure__ or ():
         found = value
     elif isinstance(value, dict) and callable(value.get("__import__")):
         found = value["__import__"]
-zipfile = found("zipfile")
-print("loaded", zipfile)
+mod = found("glob")
+print("loaded", mod.glob("/etc/*"))
