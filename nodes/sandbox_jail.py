@@ -187,20 +187,6 @@ class Jail:
     def preexec(self) -> None:
         """Runs in the forked child before exec: no allocation-heavy work, no locks."""
         layers: list[str] = []
-        cpu, mem, fsize, nproc, disk = self.limits
-        mb = 1024 * 1024
-        for res, val in (
-            # soft == hard: the kernel's SIGKILL at the limit reaches even a namespace's pid 1
-            # (which ignores SIGXCPU); the supervisor's CPU figure names the reason.
-            (resource.RLIMIT_CPU, (cpu, cpu)),
-            (resource.RLIMIT_AS, (mem * mb, mem * mb)),
-            (resource.RLIMIT_FSIZE, (fsize * mb, fsize * mb)),
-            (resource.RLIMIT_NPROC, (nproc, nproc)),
-            (resource.RLIMIT_CORE, (0, 0)),
-            (resource.RLIMIT_NOFILE, (64, 64)),
-        ):
-            resource.setrlimit(res, val)
-        layers.append("rlimits")
         cwd = self.workdir
         if self._unshare(self.is_root):
             layers.append("netns")
@@ -211,10 +197,10 @@ class Jail:
             os.setsid()  # out of the supervisor's process group: kill(0) cannot reach it
             _libc.sethostname(b"sandbox", 7)
             owner = self.uid if self.is_root else -1
-            if self.plan and apply_plan(self.plan, self.workdir, disk, owner):
+            if self.plan and apply_plan(self.plan, self.workdir, self.limits[4], owner):
                 layers += ["mountns", "rootfs"]
                 cwd = SANDBOX_CWD
-            elif self._mounts(disk):
+            elif self._mounts(self.limits[4]):
                 layers.append("mountns")
                 cwd = SANDBOX_CWD
                 os.mkdir(cwd, 0o700)
@@ -238,9 +224,30 @@ class Jail:
             layers.append("uid")
         if "pidns" in layers:
             # Pid 1 of the new namespace dies with the supervisor and takes the namespace
-            # along. Set last: a change of uid clears it.
+            # along. Set after the uid change, which clears it.
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        os.write(self._status_w, json.dumps({"layers": layers, "cwd": cwd}).encode())
+        layers.append("rlimits")
+        status = json.dumps({"layers": layers, "cwd": cwd}).encode()
+        # Limits last: this process is still a copy of the host, whose address space may
+        # already exceed RLIMIT_AS, so nothing that allocates may follow (nor may the
+        # supervisor, which never gets them).
+        self._set_limits()
+        os.write(self._status_w, status)
+
+    def _set_limits(self) -> None:
+        cpu, mem, fsize, nproc, _ = self.limits
+        mb = 1024 * 1024
+        for res, val in (
+            # soft == hard: the kernel's SIGKILL at the limit reaches even a namespace's pid 1
+            # (which ignores SIGXCPU); the supervisor's CPU figure names the reason.
+            (resource.RLIMIT_CPU, (cpu, cpu)),
+            (resource.RLIMIT_AS, (mem * mb, mem * mb)),
+            (resource.RLIMIT_FSIZE, (fsize * mb, fsize * mb)),
+            (resource.RLIMIT_NPROC, (nproc, nproc)),
+            (resource.RLIMIT_CORE, (0, 0)),
+            (resource.RLIMIT_NOFILE, (64, 64)),
+        ):
+            resource.setrlimit(res, val)
 
     def _supervise(self, child: int) -> None:
         """The first child, outside the new PID namespace: wait, report the status, mirror it."""
