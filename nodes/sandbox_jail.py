@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import errno
 import json
 import os
-import platform
 import random
 import resource
 import shutil
@@ -32,6 +30,7 @@ import time
 from pathlib import Path
 
 from sopgraph.nodes.sandbox_rootfs import SANDBOX_CWD, apply_plan, mount_proc, rootfs_plan
+from sopgraph.nodes.sandbox_seccomp import seccomp_program
 
 # A fresh uid per run, far above any uid a distribution hands out.
 SANDBOX_UID_MIN = 1_500_000_000
@@ -49,90 +48,11 @@ _CLONE_NEWPID = 0x20000000
 _CLONE_NEWUTS = 0x04000000
 _CLONE_NEWIPC = 0x08000000
 _PR_SET_PDEATHSIG = 1
-_CLONE_THREAD = 0x00010000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REC, _MS_PRIVATE = 0x4000, 1 << 18
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 
-# x86_64 syscalls that fail with an errno, so that ordinary code gets a clear error.
-_X86_64_DENY = {
-    41: errno.EACCES,  # socket
-    57: errno.EAGAIN,  # fork
-    58: errno.EAGAIN,  # vfork
-    435: errno.ENOSYS,  # clone3 (glibc falls back to clone, whose flags we can inspect)
-}
-# x86_64 syscalls no sandboxed program has a use for: the process is killed (SIGSYS), which
-# the host sees in the wait status, a record the guest cannot rewrite.
-_X86_64_KILL = (
-    101, 165, 166, 272, 308, 155, 161,  # ptrace, mount, umount2, unshare, setns, pivot_root, chroot
-    321, 298, 323, 248, 249, 250,  # bpf, perf_event_open, userfaultfd, add_key, request_key, keyctl
-    310, 311, 425, 426, 427,  # process_vm_readv/writev, io_uring_setup/enter/register
-    246, 320, 175, 313, 176, 169,  # kexec_load, kexec_file_load, (f)init/delete_module, reboot
-    167, 168, 303, 304, 170, 171,  # swapon/off, name_to/open_by_handle_at, set host/domain name
-    159, 164, 227, 163, 172, 173,  # adjtimex, settimeofday, clock_settime, acct, iopl, ioperm
-    428, 429, 430, 431, 432, 433, 442,  # new mount API: open_tree ... fspick, mount_setattr
-)  # fmt: skip
-_X86_64_CLONE = 56
-_AUDIT_ARCH_X86_64 = 0xC000003E
-
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-class _Prog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-# Signals may only go to the child itself (pid) or its own process group (0): without this a
-# sandbox sharing the host's uid (no root, so no uid drop) could kill its parent.
-_X86_64_SIGNAL = (62, 200, 234, 129, 297)  # kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo
-_X86_64_DENY_PIDFD = (424, 434)  # pidfd_send_signal, pidfd_open
-
-
-def _seccomp_program(pid: int) -> _Prog | None:
-    """The BPF filter for the child `pid`; built in the forked child, before exec."""
-    if platform.machine() != "x86_64":
-        return None
-    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
-    allow, kill = 0x7FFF0000, 0x80000000
-
-    def err(code: int) -> int:
-        return 0x00050000 | code
-
-    ins = [
-        (ld, 0, 0, 4),  # seccomp_data.arch
-        (jeq, 1, 0, _AUDIT_ARCH_X86_64),
-        (ret, 0, 0, kill),
-        (ld, 0, 0, 0),  # seccomp_data.nr
-        (jge, 0, 1, 0x40000000),  # x32 ABI
-        (ret, 0, 0, err(errno.EPERM)),
-        (jeq, 0, 4, _X86_64_CLONE),
-        (ld, 0, 0, 16),  # args[0] low word: clone flags
-        (jset, 0, 1, _CLONE_THREAD),
-        (ret, 0, 0, allow),  # a thread
-        (ret, 0, 0, err(errno.EAGAIN)),  # a new process
-    ]
-    for nr, code in _X86_64_DENY.items():
-        ins += [(jeq, 0, 1, nr), (ret, 0, 0, err(code))]
-    for nr in _X86_64_KILL:
-        ins += [(jeq, 0, 1, nr), (ret, 0, 0, kill)]
-    for nr in _X86_64_DENY_PIDFD:
-        ins += [(jeq, 0, 1, nr), (ret, 0, 0, err(errno.EPERM))]
-    for nr in _X86_64_SIGNAL:
-        ins += [
-            (jeq, 0, 5, nr),
-            (ld, 0, 0, 16),  # args[0] low word: target pid
-            (jeq, 2, 0, pid),
-            (jeq, 1, 0, 0),
-            (ret, 0, 0, err(errno.EPERM)),
-            (ret, 0, 0, allow),
-        ]
-    ins.append((ret, 0, 0, allow))
-    raw = b"".join(struct.pack("HBBI", *i) for i in ins)
-    buf = ctypes.create_string_buffer(raw, len(raw))
-
-    prog = _Prog(len(ins), ctypes.addressof(buf))
-    prog._buf = buf  # keep the instructions alive with the program
-    return prog
 
 
 def hidden_paths(interpreter: str) -> list[str]:
@@ -210,7 +130,7 @@ class Jail:
                 layers.append("procfs")
         os.chdir(cwd)
         layers.append("tmp cwd")
-        seccomp = _seccomp_program(os.getpid())
+        seccomp = seccomp_program(os.getpid())
         if seccomp is not None:
             ok = _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and (
                 _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(seccomp), 0, 0) == 0
