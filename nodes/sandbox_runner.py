@@ -124,7 +124,6 @@ def _install_guards(cfg, detail):
     meta_path, path_hooks = tuple(sys.meta_path), tuple(sys.path_hooks)
     as_str, partition, split, join = str.__str__, str.partition, str.split, str.join
     starts, decode = str.startswith, bytes.decode
-    real_builtins = vars(builtins)  # the module's dict: its __import__ is looked up per call
     code_type = type(_install_guards.__code__)
     pending_loads = [0]  # module bodies the import machinery may unmarshal (see "import")
     # Builtins are looked up at call time and the user can reach the builtins module: the
@@ -272,7 +271,9 @@ def _install_guards(cfg, detail):
             raise ImportError(
                 f"blocked import: {name} (allowed: {', '.join(sorted(allowed))})", name=name
             )
-        return real_builtins["__import__"](name, globals, locals, fromlist, level)
+        # Resolved through this module's builtins at call time, so the closure holds no
+        # import function (none would help: every function's __globals__ leads to one).
+        return __import__(name, globals, locals, fromlist, level)
 
     return guarded_import
 

@@ -1,4 +1,4 @@
-# attack: digs the unguarded import out of the guarded __import__'s closure and loads glob (outside the list)
+# attack: digs an unguarded import out of the guarded __import__ (its closure, else its globals' builtins) and loads glob
 # expect: blocked import
 found = None
 for cell in __import__.__closure__ or ():
@@ -7,5 +7,8 @@ for cell in __import__.__closure__ or ():
         found = value
     elif isinstance(value, dict) and callable(value.get("__import__")):
         found = value["__import__"]
+if found is None:
+    b = __import__.__globals__["__builtins__"]
+    found = b["__import__"] if isinstance(b, dict) else b.__import__
 mod = found("glob")
 print("loaded", mod.glob("/etc/*"))

@@ -140,13 +140,16 @@ async def test_sqlite3_cannot_open_etc_passwd(guard):
     code = (
         # the finding's route: the unguarded import out of the guarded one's closure
         "real = None\n"
-        "for cell in __import__.__closure__ or ():\n"
+        "for cell in getattr(__import__, '__closure__', None) or ():\n"
         "    v = cell.cell_contents\n"
         "    if callable(v) and getattr(v, '__name__', '') == '__import__':\n"
         "        real = v\n"
         "    elif isinstance(v, dict) and callable(v.get('__import__')):\n"
         "        real = v['__import__']\n"
-        "sqlite = (real or __import__)('_sqlite3')\n"
+        "if real is None:\n"
+        "    b = getattr(__import__, '__globals__', {}).get('__builtins__', __builtins__)\n"
+        "    real = b['__import__'] if isinstance(b, dict) else b.__import__\n"
+        "sqlite = real('_sqlite3')\n"
         "con = sqlite.connect('/etc/passwd')\n"
         "try:\n    print(con.execute('select 1').fetchall())\n"
         "except Exception as e:\n    print('opened', type(e).__name__)\n"
@@ -154,6 +157,8 @@ async def test_sqlite3_cannot_open_etc_passwd(guard):
     res = await run_code(code, fake_tools(), FAST, python_guard=guard)
     assert not res.ok
     assert "opened" not in res.stdout
+    # guard on: the load is refused; guard off: the module is absent from the guest's root
+    assert res.reason == ("blocked import: _sqlite3" if guard else "error: ModuleNotFoundError")
 
 
 async def test_forbidden_syscall_kills_the_process():
