@@ -27,6 +27,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -195,12 +196,11 @@ async def run_code(
                 f"sandbox: could not apply {', '.join(sorted(missing))}; refusing to run code"
             )
         await run.supervise(code, req_r, rep_w)
-        req_r = rep_w = -1  # the channel owns them now
     finally:
-        run.kill_group()  # normally long gone; the group kill is the backstop
-        for fd in (req_r, rep_w):
-            if fd >= 0:
-                os.close(fd)
+        run.kill()  # normally long gone (a cancelled or refused run is not)
+        if not run.channel.owns_fds:
+            os.close(req_r)
+            os.close(rep_w)
         await asyncio.to_thread(jail.cleanup, proc.pid if proc.returncode is None else None)
         status = jail.exit_status()
         jail.close_status()
@@ -259,6 +259,7 @@ class _Run:
                 self.channel.serve(req_r, rep_w),
                 self.proc.wait(),
             )
+            work.add_done_callback(_retrieve)  # a cancelled run leaves no unread exception
             try:
                 await asyncio.wait_for(work, self.limits.wall_timeout_s + _KILL_GRACE_S)
             except TimeoutError:
@@ -316,6 +317,11 @@ class _Run:
             tool_calls=ch.calls, duration_ms=round(duration_ms, 1), exit_code=code,
             isolation=layers,
         )  # fmt: skip
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _exit_code(status: int | None, returncode: int | None) -> int | None:

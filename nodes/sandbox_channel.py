@@ -77,6 +77,7 @@ class ToolChannel:
         self.violation: str | None = None
         self.detail: dict[str, str | None] | None = None
         self.recorded_bytes = 0
+        self.owns_fds = False
 
     def _stop(self, violation: str) -> None:
         self.violation = self.violation or violation
@@ -86,10 +87,16 @@ class ToolChannel:
         """Read requests until the guest closes its end (or the host stops the run)."""
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=self.limits.max_request_bytes, loop=loop)
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(req_r, "rb", 0)
-        )
-        w_transport, pipe = await loop.connect_write_pipe(_ReplyPipe, os.fdopen(rep_w, "wb", 0))
+        self.owns_fds = True  # from here the file objects close them, whatever happens
+        req_file, rep_file = os.fdopen(req_r, "rb", 0), os.fdopen(rep_w, "wb", 0)
+        try:
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), req_file
+            )
+        except BaseException:
+            rep_file.close()
+            raise
+        w_transport, pipe = await loop.connect_write_pipe(_ReplyPipe, rep_file)
         w_transport.set_write_buffer_limits(high=64 * 1024)
         try:
             while True:

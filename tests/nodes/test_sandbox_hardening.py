@@ -208,3 +208,16 @@ async def test_etc_passwd_cannot_be_sent_through_a_tool():
     )
     assert not res.ok
     assert "root:x:0:0" not in json.dumps([c.args for c in res.tool_calls])
+
+
+async def test_cancelled_run_leaves_no_process_and_no_fd():
+    from sopgraph.nodes.sandbox_jail import USED_UIDS, sandbox_pids
+
+    fds = len(os.listdir("/proc/self/fd"))
+    task = asyncio.create_task(run_code("import time\ntime.sleep(30)", limits=FAST))
+    await asyncio.sleep(1.0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sandbox_pids(USED_UIDS) == []
+    assert len(os.listdir("/proc/self/fd")) <= fds
