@@ -1,8 +1,11 @@
 """Run LLM-generated Python in a separate, jailed process and return what it did.
 
 The CodeAct sub-agent's code never runs in the main process: it runs in a fresh `python -I`
-child with resource limits, no network, its own temporary directory, an unprivileged uid,
-an import allow-list and only the node's allowed MCP tools, proxied by the host.
+child with resource limits, no network, its own PID namespace and minimal root filesystem,
+an unprivileged uid, an import allow-list and only the node's allowed MCP tools, proxied by
+the host through a bounded channel. The verdict rests on what the guest cannot write: the
+exit status reported by the jail's supervisor and the host's own record (refused tools,
+protocol violations, limits, the wall clock, which the host enforces by killing the run).
 
 Example:
     >>> async def execute_query(args):
@@ -18,38 +21,50 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from sopgraph.nodes.sandbox_channel import ToolCall, ToolChannel, ToolFn
 from sopgraph.nodes.sandbox_jail import Jail, choose_interpreter
 
-ToolFn = Callable[[dict], Awaitable[Any]]  # a plain function returning the result works too
+__all__ = [
+    "DEFAULT_ALLOWED_IMPORTS", "DENIED_MODULES", "TRUNCATION_MARKER", "SandboxLimits",
+    "SandboxResult", "SandboxUnavailable", "ToolCall", "ToolFn", "run_code",
+]  # fmt: skip
 
 DEFAULT_ALLOWED_IMPORTS = (
     "math", "statistics", "json", "datetime", "re", "collections", "itertools", "functools",
     "decimal", "fractions", "time", "typing", "dataclasses", "heapq", "bisect", "random",
     "string", "operator", "copy", "textwrap", "enum", "numbers", "calendar", "zoneinfo",
 )  # fmt: skip
-# Modules whose first load, by any route, stops the program (they are never needed).
+# Modules whose first load, by any route, stops the program with their name as the reason
+# (any other module outside the allow-list is stopped too, with a generic reason). The C
+# modules that open files themselves (sqlite, dbm, readline, curses, nis, spwd ...) are here
+# because the audit hook never sees their opens.
 DENIED_MODULES = (
     "ctypes", "_ctypes", "socket", "_socket", "ssl", "_ssl", "subprocess", "_posixsubprocess",
     "multiprocessing", "_multiprocessing", "pty", "fcntl", "mmap", "gc", "resource", "pwd",
     "grp", "termios", "asyncio", "selectors", "select", "urllib", "http", "ftplib", "smtplib",
     "importlib", "runpy", "pickle", "_pickle", "marshal", "shutil", "tempfile", "threading",
     "_thread", "concurrent", "_xxsubinterpreters", "faulthandler", "tracemalloc", "code",
+    "sqlite3", "_sqlite3", "dbm", "_dbm", "_gdbm", "readline", "curses", "_curses",
+    "_curses_panel", "_tkinter", "syslog", "_posixshmem", "nis", "spwd", "crypt", "_crypt",
+    "ossaudiodev", "_lsprof", "_testcapi", "_testinternalcapi", "_uuid",
 )  # fmt: skip
 TRUNCATION_MARKER = "\n[... output truncated: {dropped} more bytes not shown ...]\n"
 _RUNNER = (Path(__file__).parent / "sandbox_runner.py").read_text()
 # Essential layers when we are root; without them a run is refused rather than weakened.
-_REQUIRED_AS_ROOT = {"rlimits", "uid", "tmp cwd"}
+_REQUIRED_AS_ROOT = {"rlimits", "uid", "tmp cwd", "pidns", "rootfs"}
+# Runner exit statuses (see sandbox_runner.py).
+_EXIT_OK, _EXIT_ERROR, _EXIT_VIOLATION = 0, 1, 86
+_KILL_GRACE_S = 3.0  # after the wall-clock kill, how long the host waits for the pipes
 
 
 class SandboxUnavailable(RuntimeError):
@@ -57,7 +72,7 @@ class SandboxUnavailable(RuntimeError):
 
 
 class SandboxLimits(BaseModel):
-    """Resource limits for one run."""
+    """Resource limits for one run; the host's memory per run is bounded by the last four."""
 
     cpu_seconds: int = Field(5, ge=1, description="CPU time before SIGXCPU")
     memory_mb: int = Field(512, ge=64, description="address space (RLIMIT_AS)")
@@ -67,17 +82,16 @@ class SandboxLimits(BaseModel):
     wall_timeout_s: float = Field(10.0, gt=0, description="wall-clock time before the kill")
     max_output_bytes: int = Field(64_000, ge=1024, description="stdout/stderr kept per stream")
     max_tool_calls: int = Field(200, ge=0, description="tool calls before the channel refuses")
+    max_request_bytes: int = Field(
+        256_000, ge=1024, description="largest tool request line the host reads"
+    )
+    max_reply_bytes: int = Field(
+        4_000_000, ge=1024, description="largest tool result sent back to the code"
+    )
+    max_recorded_bytes: int = Field(
+        2_000_000, ge=0, description="tool arguments and results kept in the result, in all"
+    )
     allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED_IMPORTS
-
-
-class ToolCall(BaseModel):
-    """One tool call the code made through the proxy."""
-
-    tool: str
-    args: dict[str, Any] = {}
-    result: Any = None
-    error: str | None = None
-    ms: float = 0.0
 
 
 class SandboxResult(BaseModel):
@@ -146,7 +160,7 @@ async def run_code(
     jail = Jail(
         cpu_seconds=limits.cpu_seconds, memory_mb=limits.memory_mb,
         file_size_mb=limits.file_size_mb, max_processes=limits.max_processes,
-        disk_mb=limits.disk_mb, interpreter=interpreter,
+        disk_mb=limits.disk_mb, interpreter=interpreter, imports=limits.allowed_imports,
     )  # fmt: skip
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
@@ -155,10 +169,9 @@ async def run_code(
         "allowed_imports": list(limits.allowed_imports), "denied_modules": list(DENIED_MODULES),
     }  # fmt: skip
     start = time.monotonic()
-    proc = None
     try:
         proc = await asyncio.create_subprocess_exec(
-            interpreter, "-I", "-S", "-B", "-c", _RUNNER, json.dumps(config),
+            jail.program, "-I", "-S", "-B", "-c", _RUNNER, json.dumps(config),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env={}, pass_fds=(req_w, rep_r),
             start_new_session=True, preexec_fn=jail.preexec,
@@ -169,38 +182,51 @@ async def run_code(
         jail.close_status()
         jail.cleanup(None)
         raise
+    jail.started()
     os.close(req_w)
     os.close(rep_r)
-    run = _Run(proc, tools, limits, req_r, rep_w)
+    run = _Run(proc, jail, tools, limits)
+    layers: list[str] = []
     try:
         layers = jail.read_layers()
+        jail.watch_guest(layers)
         missing = _REQUIRED_AS_ROOT - set(layers) if jail.is_root else set()
         if missing:
             raise SandboxUnavailable(
                 f"sandbox: could not apply {', '.join(sorted(missing))}; refusing to run code"
             )
-        await run.supervise(code)
+        await run.supervise(code, req_r, rep_w)
     finally:
-        run.close()
-        await asyncio.to_thread(jail.cleanup, proc.pid)
-    return run.result(layers, (time.monotonic() - start) * 1000)
+        run.kill()  # normally long gone (a cancelled or refused run is not)
+        if not run.channel.owns_fds:
+            os.close(req_r)
+            os.close(rep_w)
+        await asyncio.to_thread(jail.cleanup, proc.pid if proc.returncode is None else None)
+        status = jail.exit_status()
+        jail.close_status()
+    return run.result(layers, status, (time.monotonic() - start) * 1000)
 
 
 class _Run:
     """The host side of one child: feeds the code, serves tool calls, enforces time/output."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, tools: dict[str, ToolFn],
-                 limits: SandboxLimits, req_r: int, rep_w: int) -> None:  # fmt: skip
-        self.proc, self.tools, self.limits = proc, tools, limits
-        self.req_r, self.rep_w = req_r, rep_w
+    def __init__(self, proc: asyncio.subprocess.Process, jail: Jail,
+                 tools: dict[str, ToolFn], limits: SandboxLimits) -> None:  # fmt: skip
+        self.proc, self.jail, self.limits = proc, jail, limits
         self.out = _Capture(limits.max_output_bytes)
         self.err = _Capture(limits.max_output_bytes)
-        self.calls: list[ToolCall] = []
-        self.done: dict[str, Any] | None = None
-        self.refused: str | None = None
+        self.channel = ToolChannel(tools, limits, self.kill)
         self.timed_out = self.flooded = False
 
-    def _kill(self) -> None:
+    def kill(self) -> None:
+        if self.proc.returncode is not None:
+            return
+        if not self.jail.kill_guest():
+            self.kill_group()
+
+    def kill_group(self) -> None:
+        if self.proc.returncode is not None:
+            return  # reaped: its group id may already belong to someone else
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -208,120 +234,102 @@ class _Run:
 
     def _flood(self) -> None:
         self.flooded = True
-        self._kill()
+        self.kill()
 
-    async def supervise(self, code: str) -> None:
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
-        try:
-            self.proc.stdin.write(code.encode())
-            await self.proc.stdin.drain()
-            self.proc.stdin.close()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        work = asyncio.gather(
-            self.out.drain(self.proc.stdout, self._flood),
-            self.err.drain(self.proc.stderr, self._flood),
-            self._serve_tools(),
-            self.proc.wait(),
-        )
-        try:
-            await asyncio.wait_for(work, self.limits.wall_timeout_s)
-        except TimeoutError:
+    def _wall(self) -> None:
+        if self.proc.returncode is None:
             self.timed_out = True
-            self._kill()
-            await self.proc.wait()
+            self.kill()
 
-    async def _serve_tools(self) -> None:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(self.req_r, "rb", 0)
-        )
-        self.req_r = -1  # owned by the transport now
-        w_transport, w_proto = await loop.connect_write_pipe(
-            asyncio.Protocol, os.fdopen(self.rep_w, "wb", 0)
-        )
-        self.rep_w = -1
+    async def supervise(self, code: str, req_r: int, rep_w: int) -> None:
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        # The wall clock is the host's: a timer kills the process group whatever the guest
+        # does, even while the host waits on a stalled pipe.
+        timer = asyncio.get_running_loop().call_later(self.limits.wall_timeout_s, self._wall)
         try:
-            while True:
+            try:
+                self.proc.stdin.write(code.encode())
+                await self.proc.stdin.drain()
+                self.proc.stdin.close()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            work = asyncio.gather(
+                self.out.drain(self.proc.stdout, self._flood),
+                self.err.drain(self.proc.stderr, self._flood),
+                self.channel.serve(req_r, rep_w),
+                self.proc.wait(),
+            )
+            work.add_done_callback(_retrieve)  # a cancelled run leaves no unread exception
+            try:
+                await asyncio.wait_for(work, self.limits.wall_timeout_s + _KILL_GRACE_S)
+            except TimeoutError:
+                self._wall()
                 try:
-                    line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError):
-                    self.done = {
-                        "ok": False,
-                        "error": "tool request too large",
-                        "reason": "protocol",
-                    }
-                    self._kill()
-                    return
-                if not line:
-                    return
-                try:
-                    msg = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if msg.get("type") == "done":
-                    self.done = self.done or msg
-                elif msg.get("type") == "tool":
-                    reply = await self._call(msg)
-                    if not w_transport.is_closing():
-                        w_transport.write((json.dumps(reply, default=str) + "\n").encode())
+                    await asyncio.wait_for(self.proc.wait(), _KILL_GRACE_S)
+                except TimeoutError:
+                    self.kill_group()
+                    await self.proc.wait()
         finally:
-            transport.close()
-            w_transport.close()
+            timer.cancel()
 
-    async def _call(self, msg: dict[str, Any]) -> dict[str, Any]:
-        name, args = str(msg.get("tool")), msg.get("args")
-        args = args if isinstance(args, dict) else {}
-        call = ToolCall(tool=name, args=args)
-        self.calls.append(call)
-        t0 = time.monotonic()
-        if name not in self.tools:
-            call.error = f"tool not allowed: {name} (allowed: {', '.join(sorted(self.tools))})"
-            self.refused = self.refused or name
-            return {"refused": True, "error": call.error}
-        if len(self.calls) > self.limits.max_tool_calls:
-            call.error = f"tool call limit reached ({self.limits.max_tool_calls})"
-            return {"error": call.error}
-        try:
-            result = self.tools[name](args)
-            call.result = await result if inspect.isawaitable(result) else result
-            return {"result": call.result}
-        except Exception as e:  # noqa: BLE001 - a failing tool is reported to the code
-            call.error = f"{type(e).__name__}: {e}"
-            return {"error": call.error}
-        finally:
-            call.ms = round((time.monotonic() - t0) * 1000, 2)
-
-    def close(self) -> None:
-        for fd in (self.req_r, self.rep_w):
-            if fd >= 0:
-                os.close(fd)
-        self.req_r = self.rep_w = -1
-
-    def result(self, layers: list[str], duration_ms: float) -> SandboxResult:
-        rc = self.proc.returncode
-        done = self.done or {}
-        ok, error, reason = bool(done.get("ok")), done.get("error"), done.get("reason")
+    def result(
+        self, layers: list[str], status: tuple[int, float] | None, duration_ms: float
+    ) -> SandboxResult:
+        """The verdict, from the supervisor's report and the host's own record only."""
+        ch, limits = self.channel, self.limits
+        detail = ch.detail or {}
+        code = _exit_code(status[0] if status else None, self.proc.returncode)
+        cpu_s = status[1] if status else 0.0
+        ok, error, reason = False, None, None
         if self.timed_out:
-            ok, reason = False, "timeout"
-            error = f"wall-clock timeout after {self.limits.wall_timeout_s:g} s"
+            reason, error = "timeout", f"wall-clock timeout after {limits.wall_timeout_s:g} s"
         elif self.flooded:
-            ok, reason, error = False, "output truncated", "killed: output far beyond the limit"
-        elif rc is not None and rc < 0:
-            ok, reason, error = False, *_signal_reason(-rc, self.limits)
-        elif not done:
-            ok, reason = False, "runner exited abnormally"
-            error = error or f"exit code {rc}"
-        if self.refused and ok:
-            ok, reason = False, f"tool not allowed: {self.refused}"
+            reason, error = "output truncated", "killed: output far beyond the limit"
+        elif ch.violation:
+            reason, error = ch.violation, f"stopped by the host: {ch.violation}"
+        elif code is None:
+            reason, error = "runner exited abnormally", "no exit status from the jail"
+        elif (
+            code < 0
+            and -code in (signal.SIGKILL, signal.SIGXCPU)
+            and cpu_s >= 0.8 * limits.cpu_seconds
+        ):
+            # The kernel's kill at RLIMIT_CPU (the rusage figure lags the kernel's own clock).
+            reason, error = "cpu limit", f"CPU limit of {limits.cpu_seconds} s exceeded"
+        elif code < 0:
+            reason, error = _signal_reason(-code, limits)
+        elif code == _EXIT_OK:
+            ok = True
+        elif code == _EXIT_VIOLATION:
+            reason = detail.get("reason") or "sandbox violation"
+            error = detail.get("error") or f"SandboxViolation: {reason}"
+        elif code == _EXIT_ERROR:
+            reason = detail.get("reason") or "error"
+            error = detail.get("error") or "the code raised an error"
+        else:
+            reason, error = "runner exited abnormally", f"exit code {code}"
+        if ch.refused and ok:
+            ok, reason = False, f"tool not allowed: {ch.refused}"
         if ok and (self.out.truncated or self.err.truncated):
             reason = "output truncated"
         return SandboxResult(
             ok=ok, stdout=self.out.text(), stderr=self.err.text(), error=error, reason=reason,
-            tool_calls=self.calls, duration_ms=round(duration_ms, 1), exit_code=rc,
+            tool_calls=ch.calls, duration_ms=round(duration_ms, 1), exit_code=code,
             isolation=layers,
         )  # fmt: skip
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
+def _exit_code(status: int | None, returncode: int | None) -> int | None:
+    """Exit code (negative: signal) from the supervisor's wait status; the supervisor's own
+    returncode mirrors it when the jail had no supervisor (no PID namespace)."""
+    if status is not None:
+        return os.waitstatus_to_exitcode(status)
+    return returncode
 
 
 def _signal_reason(sig: int, limits: SandboxLimits) -> tuple[str, str]:
@@ -329,6 +337,8 @@ def _signal_reason(sig: int, limits: SandboxLimits) -> tuple[str, str]:
         return "cpu limit", f"CPU limit of {limits.cpu_seconds} s exceeded"
     if sig == signal.SIGXFSZ:
         return "file size limit", f"file size limit of {limits.file_size_mb} MB exceeded"
+    if sig == signal.SIGSYS:
+        return "blocked syscall", "killed by the seccomp filter: a forbidden system call"
     if sig == signal.SIGKILL:
         return "killed", "killed by SIGKILL (CPU hard limit or out of memory)"
     return f"killed by {signal.Signals(sig).name}", f"terminated by signal {sig}"

@@ -1,132 +1,57 @@
 """OS-level containment for the sandbox: the part that holds even when Python-level hooks fail.
 
-A sandboxed child gets, in a `preexec_fn` that runs between fork and exec: resource limits,
-its own network namespace (no interface is up, so not even loopback answers) and mount
-namespace (the repo, home directories and shared temp dirs hidden under empty read-only
-tmpfs, a fresh size-limited tmpfs as its working directory), a seccomp filter (no sockets,
-no fork, no mount/ptrace/namespace syscalls) and a fresh unprivileged uid, unique per run,
-so that leftovers can be found and killed by uid. Every layer is best effort; the layers
-actually applied are reported back through a pipe and a run refuses to start without the
-essential ones.
+A sandboxed child gets, in a `preexec_fn` that runs between fork and exec: resource limits;
+its own network (nothing is up, not even loopback), PID, UTS, IPC and mount namespaces; a
+minimal root filesystem (`sandbox_rootfs`: only the interpreter, its stdlib and libraries,
+read-only, a fresh `/proc` that lists only the run's processes, a size-limited tmpfs as its
+working directory); a seccomp filter (no sockets, no fork, and the process is killed on
+mount/ptrace/namespace/kernel-module syscalls); and a fresh unprivileged uid, unique per run.
+The child forks once more inside the new PID namespace: the first process stays outside as a
+supervisor that reports the jailed process's wait status on a pipe only it holds, so the
+host's verdict rests on a channel the guest cannot write. The layers actually applied are
+reported back and a run refuses to start without the essential ones.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import errno
 import json
 import os
-import platform
 import random
 import resource
 import shutil
 import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from sopgraph.nodes.sandbox_rootfs import SANDBOX_CWD, apply_plan, mount_proc, rootfs_plan
+from sopgraph.nodes.sandbox_seccomp import seccomp_program
 
 # A fresh uid per run, far above any uid a distribution hands out.
 SANDBOX_UID_MIN = 1_500_000_000
 SANDBOX_UID_MAX = 1_600_000_000
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+USED_UIDS: set[int] = set()  # every sandbox uid this process handed out (for the selftest)
 _HIDDEN_CANDIDATES = ("/root", "/home", "/work", "/mnt", "/srv", "/media", "/run", "/var/tmp")
 _KEEP = ("/", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys", "/var")
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
-_CLONE_THREAD = 0x00010000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWUTS = 0x04000000
+_CLONE_NEWIPC = 0x08000000
+_PR_SET_PDEATHSIG = 1
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REC, _MS_PRIVATE = 0x4000, 1 << 18
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 
-# x86_64 syscall numbers denied by the seccomp filter, with the errno they fail with.
-_X86_64_DENY = {
-    41: errno.EACCES,  # socket
-    57: errno.EAGAIN,  # fork
-    58: errno.EAGAIN,  # vfork
-    435: errno.ENOSYS,  # clone3 (glibc falls back to clone, whose flags we can inspect)
-    101: errno.EPERM,  # ptrace
-    165: errno.EPERM,  # mount
-    166: errno.EPERM,  # umount2
-    272: errno.EPERM,  # unshare
-    308: errno.EPERM,  # setns
-    155: errno.EPERM,  # pivot_root
-    161: errno.EPERM,  # chroot
-    321: errno.EPERM,  # bpf
-    298: errno.EPERM,  # perf_event_open
-    323: errno.EPERM,  # userfaultfd
-    248: errno.EPERM,  # add_key
-    249: errno.EPERM,  # request_key
-    250: errno.EPERM,  # keyctl
-    310: errno.EPERM,  # process_vm_readv
-    311: errno.EPERM,  # process_vm_writev
-    425: errno.EPERM,  # io_uring_setup
-}
-_X86_64_CLONE = 56
-_AUDIT_ARCH_X86_64 = 0xC000003E
-
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-class _Prog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-# Signals may only go to the child itself (pid) or its own process group (0): without this a
-# sandbox sharing the host's uid (no root, so no uid drop) could kill its parent.
-_X86_64_SIGNAL = (62, 200, 234, 129, 297)  # kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo
-_X86_64_DENY_PIDFD = (424, 434)  # pidfd_send_signal, pidfd_open
-
-
-def _seccomp_program(pid: int) -> _Prog | None:
-    """The BPF filter for the child `pid`; built in the forked child, before exec."""
-    if platform.machine() != "x86_64":
-        return None
-    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
-    allow, kill = 0x7FFF0000, 0x80000000
-
-    def err(code: int) -> int:
-        return 0x00050000 | code
-
-    ins = [
-        (ld, 0, 0, 4),  # seccomp_data.arch
-        (jeq, 1, 0, _AUDIT_ARCH_X86_64),
-        (ret, 0, 0, kill),
-        (ld, 0, 0, 0),  # seccomp_data.nr
-        (jge, 0, 1, 0x40000000),  # x32 ABI
-        (ret, 0, 0, err(errno.EPERM)),
-        (jeq, 0, 4, _X86_64_CLONE),
-        (ld, 0, 0, 16),  # args[0] low word: clone flags
-        (jset, 0, 1, _CLONE_THREAD),
-        (ret, 0, 0, allow),  # a thread
-        (ret, 0, 0, err(errno.EAGAIN)),  # a new process
-    ]
-    for nr, code in _X86_64_DENY.items():
-        ins += [(jeq, 0, 1, nr), (ret, 0, 0, err(code))]
-    for nr in _X86_64_DENY_PIDFD:
-        ins += [(jeq, 0, 1, nr), (ret, 0, 0, err(errno.EPERM))]
-    for nr in _X86_64_SIGNAL:
-        ins += [
-            (jeq, 0, 5, nr),
-            (ld, 0, 0, 16),  # args[0] low word: target pid
-            (jeq, 2, 0, pid),
-            (jeq, 1, 0, 0),
-            (ret, 0, 0, err(errno.EPERM)),
-            (ret, 0, 0, allow),
-        ]
-    ins.append((ret, 0, 0, allow))
-    raw = b"".join(struct.pack("HBBI", *i) for i in ins)
-    buf = ctypes.create_string_buffer(raw, len(raw))
-
-    prog = _Prog(len(ins), ctypes.addressof(buf))
-    prog._buf = buf  # keep the instructions alive with the program
-    return prog
 
 
 def hidden_paths(interpreter: str) -> list[str]:
@@ -157,45 +82,54 @@ class Jail:
     """The OS layers for one run: call `preexec` in the child, `cleanup` in the parent."""
 
     def __init__(self, *, cpu_seconds: int, memory_mb: int, file_size_mb: int,
-                 max_processes: int, disk_mb: int, interpreter: str) -> None:  # fmt: skip
+                 max_processes: int, disk_mb: int, interpreter: str,
+                 imports: tuple[str, ...] = ()) -> None:  # fmt: skip
         self.limits = (cpu_seconds, memory_mb, file_size_mb, max_processes, disk_mb)
         self.is_root = os.geteuid() == 0
         self.uid = random.randrange(SANDBOX_UID_MIN, SANDBOX_UID_MAX) if self.is_root else -1
+        USED_UIDS.add(self.uid)
         self.hide = hidden_paths(interpreter)
-        # Fallback working directory, used only when no mount namespace can be had.
+        self.plan = rootfs_plan(interpreter, tuple(sorted(imports)))
+        # The path to exec: inside the minimal root only the interpreter's real path exists.
+        self.program = self.plan.program if self.plan else interpreter
+        # Fallback working directory, used only when no mount namespace can be had; with one,
+        # the (empty) directory is only the mount point of the new root.
         self.workdir = tempfile.mkdtemp(prefix="sopgraph-sbx-")
         if self.is_root:
             os.chown(self.workdir, self.uid, self.uid)
         os.chmod(self.workdir, 0o700)
         self._status_r, self._status_w = os.pipe()
+        # Written only by the supervisor (outside the guest's PID namespace, never the guest).
+        self._exit_r, self._exit_w = os.pipe()
+        self._guest_fd = -1
 
     def preexec(self) -> None:
         """Runs in the forked child before exec: no allocation-heavy work, no locks."""
         layers: list[str] = []
-        cpu, mem, fsize, nproc, disk = self.limits
-        mb = 1024 * 1024
-        for res, val in (
-            (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-            (resource.RLIMIT_AS, (mem * mb, mem * mb)),
-            (resource.RLIMIT_FSIZE, (fsize * mb, fsize * mb)),
-            (resource.RLIMIT_NPROC, (nproc, nproc)),
-            (resource.RLIMIT_CORE, (0, 0)),
-            (resource.RLIMIT_NOFILE, (64, 64)),
-        ):
-            resource.setrlimit(res, val)
-        layers.append("rlimits")
         cwd = self.workdir
         if self._unshare(self.is_root):
             layers.append("netns")
-            if self._mounts(disk):
+            child = os.fork()
+            if child:
+                self._supervise(child)  # never returns
+            layers.append("pidns")
+            os.setsid()  # out of the supervisor's process group: kill(0) cannot reach it
+            _libc.sethostname(b"sandbox", 7)
+            owner = self.uid if self.is_root else -1
+            if self.plan and apply_plan(self.plan, self.workdir, self.limits[4], owner):
+                layers += ["mountns", "rootfs"]
+                cwd = SANDBOX_CWD
+            elif self._mounts(self.limits[4]):
                 layers.append("mountns")
-                cwd = "/tmp/sandbox"
+                cwd = SANDBOX_CWD
                 os.mkdir(cwd, 0o700)
                 if self.is_root:
                     os.chown(cwd, self.uid, self.uid)
+            if "mountns" in layers and mount_proc():
+                layers.append("procfs")
         os.chdir(cwd)
         layers.append("tmp cwd")
-        seccomp = _seccomp_program(os.getpid())
+        seccomp = seccomp_program(os.getpid())
         if seccomp is not None:
             ok = _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and (
                 _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(seccomp), 0, 0) == 0
@@ -207,10 +141,58 @@ class Jail:
             os.setresgid(self.uid, self.uid, self.uid)
             os.setresuid(self.uid, self.uid, self.uid)
             layers.append("uid")
-        os.write(self._status_w, json.dumps({"layers": layers, "cwd": cwd}).encode())
+        if "pidns" in layers:
+            # Pid 1 of the new namespace dies with the supervisor and takes the namespace
+            # along. Set after the uid change, which clears it.
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        layers.append("rlimits")
+        status = json.dumps({"layers": layers, "cwd": cwd}).encode()
+        # Limits last: this process is still a copy of the host, whose address space may
+        # already exceed RLIMIT_AS, so nothing that allocates may follow (nor may the
+        # supervisor, which never gets them).
+        self._set_limits()
+        os.write(self._status_w, status)
+
+    def _set_limits(self) -> None:
+        cpu, mem, fsize, nproc, _ = self.limits
+        mb = 1024 * 1024
+        for res, val in (
+            # soft == hard: the kernel's SIGKILL at the limit reaches even a namespace's pid 1
+            # (which ignores SIGXCPU); the supervisor's CPU figure names the reason.
+            (resource.RLIMIT_CPU, (cpu, cpu)),
+            (resource.RLIMIT_AS, (mem * mb, mem * mb)),
+            (resource.RLIMIT_FSIZE, (fsize * mb, fsize * mb)),
+            (resource.RLIMIT_NPROC, (nproc, nproc)),
+            (resource.RLIMIT_CORE, (0, 0)),
+            (resource.RLIMIT_NOFILE, (64, 64)),
+        ):
+            resource.setrlimit(res, val)
+
+    def _supervise(self, child: int) -> None:
+        """The first child, outside the new PID namespace: wait, report the status, mirror it."""
+        code = 255
+        try:
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            fd = self._exit_w
+            os.closerange(0, fd)  # the host's pipes (and subprocess's error pipe) stay the child's
+            os.closerange(fd + 1, 1 << 16)
+            os.write(fd, struct.pack("<i", child))  # so the host can kill it, not us, first
+            _, status, usage = os.wait4(child, 0)
+            cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000)
+            os.write(fd, struct.pack("<ii", status, cpu_ms))
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                    signal.signal(sig, signal.SIG_DFL)
+                os.kill(os.getpid(), sig)
+                code = 128 + sig
+            else:
+                code = os.waitstatus_to_exitcode(status) & 0xFF
+        finally:
+            os._exit(code)
 
     def _unshare(self, is_root: bool) -> bool:
-        flags = _CLONE_NEWNS | _CLONE_NEWNET
+        flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWUTS | _CLONE_NEWIPC
         if _libc.unshare(flags) == 0:
             return True
         if is_root:
@@ -246,18 +228,69 @@ class Jail:
     def read_layers(self) -> list[str]:
         """Call once the child has exec'd: what preexec managed to apply."""
         os.close(self._status_w)
+        self._status_w = -1
         try:
             data = os.read(self._status_r, 4096)
         finally:
             os.close(self._status_r)
+            self._status_r = -1
         return json.loads(data or b"{}").get("layers", [])
 
     def close_status(self) -> None:
-        for fd in (self._status_w, self._status_r):
+        """Close whatever pipe ends are still open (each once: fd numbers get reused)."""
+        for name in ("_status_w", "_status_r", "_exit_w", "_exit_r", "_guest_fd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def started(self) -> None:
+        """Call once the child exists: the supervisor alone keeps the exit pipe's write end."""
+        os.close(self._exit_w)
+        self._exit_w = -1
+
+    def watch_guest(self, layers: list[str]) -> None:
+        """After `read_layers`: take a pidfd on the jailed process the supervisor reported."""
+        if "pidns" not in layers or self._exit_r < 0:
+            return
+        data = os.read(self._exit_r, 4)  # written right after the fork, before the child ran
+        if len(data) == 4:
             try:
-                os.close(fd)
+                self._guest_fd = os.pidfd_open(struct.unpack("<i", data)[0])
             except OSError:
                 pass
+
+    def kill_guest(self) -> bool:
+        """SIGKILL the jailed process (its namespace dies with it, the supervisor then reports
+        and exits, so nothing is left a zombie). False when there is no such process."""
+        if self._guest_fd < 0:
+            return False
+        try:
+            signal.pidfd_send_signal(self._guest_fd, signal.SIGKILL)
+        except OSError:
+            return False
+        return True
+
+    def exit_status(self) -> tuple[int, float] | None:
+        """The jailed process's raw wait status and CPU seconds, as the supervisor saw them
+        (None: no report). Call after the supervisor has exited; closes the pipes.
+        """
+        if self._exit_r < 0:
+            return None
+        try:
+            os.set_blocking(self._exit_r, False)
+            data = os.read(self._exit_r, 16)
+        except OSError:
+            data = b""
+        finally:
+            self.close_status()
+        if len(data) < 8:
+            return None
+        status, cpu_ms = struct.unpack("<ii", data[:8])
+        return status, cpu_ms / 1000
 
     def cleanup(self, pid: int | None) -> int:
         """Kill the process group and every process left under the run's uid; remove workdir.
@@ -276,11 +309,14 @@ class Jail:
                 if not left:
                     break
                 strays += len(left)
-                # kill(-1) from the run's own uid reaches exactly that uid's processes.
-                subprocess.run(
-                    [sys.executable, "-I", "-S", "-c", "import os; os.kill(-1, 9)"],
-                    user=self.uid, group=self.uid, extra_groups=[], env={}, check=False,
-                )  # fmt: skip
+                # By pid from the host: the jailed code cannot fork (seccomp), so the list
+                # cannot grow behind our back. (The host's own Python may be unreadable to
+                # the run's uid, so nothing is started under that uid to do this.)
+                for stray in left:
+                    try:
+                        os.kill(stray, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
                 time.sleep(0.02)
         shutil.rmtree(self.workdir, ignore_errors=True)
         return strays
@@ -304,15 +340,19 @@ def pids_of_uid(uid: int) -> list[int]:
     return out
 
 
-def sandbox_pids() -> list[int]:
-    """Every live process running under any sandbox uid (for the selftest's host checks)."""
+def sandbox_pids(uids: set[int] | None = None) -> list[int]:
+    """Live (not zombie) processes under a sandbox uid: any, or only `uids` (the selftest
+    passes the uids its own runs used, so that other programs' sandboxes do not count)."""
     out = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
                 uid = entry.stat().st_uid
-            except OSError:
+                state = Path(entry.path, "stat").read_text().rsplit(")", 1)[-1].split()[0]
+            except (OSError, IndexError):
                 continue
-            if SANDBOX_UID_MIN <= uid < SANDBOX_UID_MAX:
+            if state == "Z" or not SANDBOX_UID_MIN <= uid < SANDBOX_UID_MAX:
+                continue
+            if uids is None or uid in uids:
                 out.append(int(entry.name))
     return out

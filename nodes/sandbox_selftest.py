@@ -2,15 +2,22 @@
 
 Every program in `sandbox_corpus/` states its attack and the expected containment in its
 header (`# expect: cpu limit`, `# expect: ok`); programs marked `# guard: off` run with the
-Python-level guard disabled, to show the OS layers hold on their own. After each program the
-host is checked: the canary file intact, nothing planted next to it or in the repo, no process
-left under a sandbox uid.
+Python-level guard disabled, to show the OS layers hold on their own. Each attack is judged by
+its effect on the host, not only by the reason the sandbox gives: no host secret (a token in
+the host's environment and canary file, `/etc/passwd`, host paths) in anything the program
+printed or sent through a tool, the run ended within its wall limit, and the host's memory
+stayed under `HOST_MEMORY_LIMIT_MB` (sampled through the whole selftest). After the batch:
+the canary intact, nothing planted next to it or in the repo, no process left under a sandbox
+uid or under the host.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import resource
+import secrets
 import shutil
 import sys
 import tempfile
@@ -21,11 +28,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxResult, run_code
-from sopgraph.nodes.sandbox_jail import PROJECT_ROOT, sandbox_pids
+from sopgraph.nodes.sandbox_jail import PROJECT_ROOT, USED_UIDS, sandbox_pids
 
 CORPUS_DIR = Path(__file__).parent / "sandbox_corpus"
 CANARY_TEXT = "sopgraph canary: must survive every sandboxed program\n"
 SELFTEST_LIMITS = SandboxLimits(cpu_seconds=1, wall_timeout_s=6, memory_mb=256, disk_mb=48)
+HOST_MEMORY_LIMIT_MB = 300  # the host process's resident memory, whatever the guests do
+WALL_GRACE_S = 2.0  # how far past its wall limit a run may end (process teardown)
+SECRET_ENV = "SOPGRAPH_SELFTEST_SECRET"
 
 
 class CorpusProgram(BaseModel):
@@ -52,6 +62,8 @@ class ProgramOutcome(BaseModel):
 class SelftestReport(BaseModel):
     outcomes: list[ProgramOutcome]
     duration_s: float
+    host_peak_mb: float = 0.0  # resident memory of the host process, sampled
+    host_issue: str | None = None
 
     @property
     def contained(self) -> int:
@@ -63,7 +75,7 @@ class SelftestReport(BaseModel):
 
     @property
     def all_contained(self) -> bool:
-        return self.contained == self.total
+        return self.contained == self.total and self.host_issue is None
 
 
 def load_corpus(directory: Path = CORPUS_DIR) -> list[CorpusProgram]:
@@ -105,8 +117,8 @@ def fake_tools() -> dict[str, Any]:
 
 
 def _judge(prog: CorpusProgram, res: SandboxResult) -> bool:
-    if prog.expect == ["ok"]:
-        return res.ok and (prog.stdout is None or prog.stdout in res.stdout)
+    if res.ok and "ok" in prog.expect:
+        return prog.stdout is None or prog.stdout in res.stdout
     return (
         not res.ok
         and any(e in (res.reason or "") for e in prog.expect)
@@ -118,35 +130,97 @@ class _Host:
     """The host-side evidence an escape would leave."""
 
     def __init__(self) -> None:
+        self.secret = f"sopgraph-secret-{secrets.token_hex(8)}"
         self.dir = Path(tempfile.mkdtemp(prefix="sopgraph-canary-"))
         self.dir.chmod(0o777)  # world-writable on purpose: only the jail may stop writes
         self.canary = self.dir / "canary.txt"
-        self.canary.write_text(CANARY_TEXT)
+        self.canary_text = CANARY_TEXT + self.secret + "\n"
+        self.canary.write_text(self.canary_text)
         self.canary.chmod(0o666)
         self.watched = [self.dir, PROJECT_ROOT, Path(tempfile.gettempdir())]
+        self._env_before = os.environ.get(SECRET_ENV)
+        os.environ[SECRET_ENV] = self.secret  # in the host's /proc/<pid>/environ from now on
+        # Text only the host can see: a leak of any of it through output or tool arguments
+        # means the guest read host data.
+        self.markers = [self.secret, "root:x:0:0"]
+        self.path_markers = [str(PROJECT_ROOT), "/root/"]
 
     def substitute(self, code: str) -> str:
         return (
             code.replace("{{REPO}}", str(PROJECT_ROOT))
             .replace("{{CANARY_DIR}}", str(self.dir))
             .replace("{{CANARY}}", str(self.canary))
+            .replace("{{HOST_PID}}", str(os.getpid()))
         )
+
+    def leak(self, res: SandboxResult) -> str | None:
+        """Host data in what the run printed or sent out (host paths count in tool arguments:
+        a traceback quoting the program's own source may name them)."""
+        sent = json.dumps([c.args for c in res.tool_calls], default=str)
+        printed = "\n".join((res.stdout, res.stderr, res.error or ""))
+        for marker in self.markers:
+            if marker in sent or marker in printed:
+                return f"host data leaked: {marker[:24]!r}"
+        for marker in self.path_markers:
+            if marker in sent:
+                return f"host path leaked through a tool: {marker!r}"
+        return None
 
     def issue(self) -> str | None:
         try:
-            if self.canary.read_text() != CANARY_TEXT:
+            if self.canary.read_text() != self.canary_text:
                 return "canary modified"
         except OSError:
             return "canary missing"
         for d in self.watched:
             if (d / "PWNED").exists():
                 return f"file planted in {d}"
-        if left := sandbox_pids():
+        if left := sandbox_pids(USED_UIDS):
             return f"{len(left)} sandbox process(es) left running"
+        if kids := _children(os.getpid()):
+            return f"{len(kids)} process(es) left under the host"
         return None
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self._env_before is None:
+            os.environ.pop(SECRET_ENV, None)
+        else:
+            os.environ[SECRET_ENV] = self._env_before
+
+
+def _children(pid: int) -> list[int]:
+    """Live (not zombie) direct children of `pid`."""
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and fields[0] != "Z" and int(fields[1]) == pid:
+            out.append(int(entry.name))
+    return out
+
+
+def rss_mb() -> float:
+    """This process's resident memory now."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class _MemorySampler:
+    """Samples the host's resident memory every few milliseconds while the selftest runs."""
+
+    def __init__(self, every_s: float = 0.02) -> None:
+        self.every_s, self.peak = every_s, rss_mb()
+
+    async def run(self) -> None:
+        while True:
+            self.peak = max(self.peak, rss_mb())
+            await asyncio.sleep(self.every_s)
 
 
 async def run_selftest(
@@ -157,35 +231,56 @@ async def run_selftest(
     host = _Host()
     sem = asyncio.Semaphore(concurrency)
     tools = fake_tools()
+    sampler = _MemorySampler()
+    sampling = asyncio.create_task(sampler.run())
 
     async def one(prog: CorpusProgram) -> ProgramOutcome:
         async with sem:
+            t0 = time.monotonic()
             res = await run_code(host.substitute(prog.code), tools, limits, python_guard=prog.guard)
+            wall = time.monotonic() - t0
+        issue = host.leak(res)
+        if wall > limits.wall_timeout_s + WALL_GRACE_S:
+            issue = issue or f"ran {wall:.1f} s, past its {limits.wall_timeout_s:g} s wall limit"
+        if sampler.peak > HOST_MEMORY_LIMIT_MB:
+            issue = issue or f"host memory reached {sampler.peak:.0f} MB"
         outcome = ProgramOutcome(
-            name=prog.name, attack=prog.attack, contained=_judge(prog, res), reason=res.reason,
-            expected=" | ".join(prog.expect), duration_ms=res.duration_ms,
+            name=prog.name, attack=prog.attack, contained=_judge(prog, res) and issue is None,
+            reason=res.reason, expected=" | ".join(prog.expect), duration_ms=res.duration_ms,
+            host_issue=issue,
         )  # fmt: skip
         if progress:
             _print(outcome)
         return outcome
 
+    batch_issue = None
     try:
         outcomes = await asyncio.gather(*(one(p) for p in load_corpus()))
         # Host checks after the whole batch: concurrent runs share the host.
-        if issue := host.issue():
+        batch_issue = host.issue()
+        if batch_issue:
             for o in outcomes:
-                o.host_issue, o.contained = issue, False
+                o.host_issue, o.contained = batch_issue, False
     finally:
+        sampling.cancel()
         host.remove()
-    return SelftestReport(outcomes=list(outcomes), duration_s=round(time.monotonic() - start, 2))
+    peak = max(sampler.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    if peak > HOST_MEMORY_LIMIT_MB:
+        batch_issue = batch_issue or f"host peak memory {peak:.0f} MB over {HOST_MEMORY_LIMIT_MB}"
+    return SelftestReport(
+        outcomes=list(outcomes), duration_s=round(time.monotonic() - start, 2),
+        host_peak_mb=round(peak, 1), host_issue=batch_issue,
+    )  # fmt: skip
 
 
 def _print(o: ProgramOutcome) -> None:
     mark = "contained" if o.contained else "ESCAPED  "
     got = "ok" if o.reason is None else o.reason
-    print(f"{mark} {o.name:<32} {got}  [{o.duration_ms:.0f} ms]", flush=True)
+    print(f"{mark} {o.name:<34} {got}  [{o.duration_ms:.0f} ms]", flush=True)
     if not o.contained:
         print(f"          expected: {o.expected}", flush=True)
+        if o.host_issue:
+            print(f"          host: {o.host_issue}", flush=True)
 
 
 def selftest(progress: bool = True) -> SelftestReport:
@@ -201,10 +296,12 @@ def selftest(progress: bool = True) -> SelftestReport:
 
 def main() -> int:
     report = selftest(progress=True)
-    for o in report.outcomes:
-        if o.host_issue:
-            print(f"host check failed: {o.host_issue}")
-            break
+    if report.host_issue:
+        print(f"host check failed: {report.host_issue}")
+    print(
+        f"host peak memory {report.host_peak_mb:.0f} MB (limit {HOST_MEMORY_LIMIT_MB} MB, "
+        "resident, sampled every 20 ms and getrusage)"
+    )
     print(f"contained {report.contained}/{report.total} in {report.duration_s:.1f} s")
     return 0 if report.all_contained else 1
 

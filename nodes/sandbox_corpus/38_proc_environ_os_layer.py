@@ -1,4 +1,4 @@
-# attack: reads the host's environment through /proc/1/environ
-# expect: permission denied
+# attack: reads the host's environment through /proc/1/environ (its own, empty, in its PID namespace)
+# expect: ok | permission denied | not found
 # guard: off
 print(open('/proc/1/environ').read())

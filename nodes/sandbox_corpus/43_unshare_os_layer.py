@@ -1,5 +1,5 @@
-# attack: tries to leave its namespaces via ctypes with the guard off
-# expect: permission denied
+# attack: tries to leave its namespaces via ctypes with the guard off (ctypes is absent from its root)
+# expect: error: ModuleNotFoundError | blocked syscall | permission denied
 # guard: off
 import ctypes, errno
 libc = ctypes.CDLL(None, use_errno=True)

@@ -4,7 +4,12 @@ import sys
 import pytest
 
 from sopgraph.nodes.sandbox import TRUNCATION_MARKER, SandboxLimits, run_code
-from sopgraph.nodes.sandbox_selftest import fake_tools, load_corpus, run_selftest
+from sopgraph.nodes.sandbox_selftest import (
+    HOST_MEMORY_LIMIT_MB,
+    fake_tools,
+    load_corpus,
+    run_selftest,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox jail is Linux-only")
 
@@ -17,7 +22,9 @@ async def test_corpus_is_contained():
         (o.name, o.reason, o.expected, o.host_issue) for o in report.outcomes if not o.contained
     ]
     assert escaped == []
-    assert report.total == len(load_corpus()) >= 30
+    assert report.host_issue is None
+    assert report.total == len(load_corpus()) >= 68
+    assert 0 < report.host_peak_mb < HOST_MEMORY_LIMIT_MB
 
 
 def test_corpus_has_attacks_and_benign_programs():
@@ -93,4 +100,5 @@ async def test_runs_as_root_apply_every_os_layer():
     if os.geteuid() != 0:
         pytest.skip("uid drop and namespaces are exercised when the host runs as root")
     res = await run_code("print('hi')", limits=FAST)
-    assert {"rlimits", "uid", "netns", "mountns", "seccomp", "tmp cwd"} <= set(res.isolation)
+    expected = {"rlimits", "uid", "netns", "pidns", "mountns", "rootfs", "procfs", "seccomp"}
+    assert expected | {"tmp cwd"} <= set(res.isolation)

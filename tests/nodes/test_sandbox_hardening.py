@@ -1,0 +1,223 @@
+"""The adversarial pass on the sandbox (issue 10): each finding, judged by its effect on the host.
+
+Host memory exhaustion from inside, forged results, Python-guard bypasses and information
+exposure. Every test here failed on the sandbox before the hardening.
+"""
+
+import asyncio
+import json
+import os
+import sys
+import time
+
+import pytest
+
+from sopgraph.nodes.sandbox import SandboxLimits, run_code
+from sopgraph.nodes.sandbox_selftest import fake_tools, load_corpus
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox jail is Linux-only")
+
+FAST = SandboxLimits(cpu_seconds=2, wall_timeout_s=4)
+PROGRAMS = {p.name: p for p in load_corpus()}
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+async def _run_sampled(code: str, limits: SandboxLimits, **kw):
+    """Run `code` while sampling this (host) process's resident memory; (result, growth MB, s)."""
+    base = peak = _rss_mb()
+    done = False
+
+    async def sample() -> None:
+        nonlocal peak
+        while not done:
+            peak = max(peak, _rss_mb())
+            await asyncio.sleep(0.01)
+
+    sampler = asyncio.create_task(sample())
+    t0 = time.monotonic()
+    try:
+        res = await run_code(code, fake_tools(), limits, **kw)
+    finally:
+        done = True
+        await sampler
+    return res, peak - base, time.monotonic() - t0
+
+
+def _program(name: str) -> str:
+    return PROGRAMS[name].code.replace("{{HOST_PID}}", str(os.getpid()))
+
+
+# -- host memory exhaustion and the wall clock --------------------------------------------
+
+
+async def test_refused_calls_with_huge_names_and_unread_replies_keep_host_memory_bounded():
+    limits = FAST.model_copy(update={"wall_timeout_s": 3})
+    res, growth, wall = await _run_sampled(_program("50_refused_names_unread_replies"), limits)
+    assert not res.ok
+    assert growth < 100, f"host grew by {growth:.0f} MB"
+    assert wall < limits.wall_timeout_s + 3
+    assert len(res.tool_calls) <= limits.max_tool_calls
+    assert all(len(c.tool) <= 200 for c in res.tool_calls)  # a 200 KB name is not kept
+
+
+async def test_request_line_over_the_limit_stops_the_run():
+    res, growth, _ = await _run_sampled(_program("49_refused_huge_names"), FAST)
+    assert not res.ok
+    assert res.reason.startswith("protocol")
+    assert growth < 100
+
+
+async def test_recorded_tool_calls_are_bounded():
+    code = "for i in range(150):\n    execute_query(sql='s' * 100_000)\nprint('done')"
+    limits = FAST.model_copy(update={"max_recorded_bytes": 1_000_000})
+    res = await run_code(code, fake_tools(), limits)
+    assert res.ok, res.error
+    kept = sum(len(json.dumps(c.args)) for c in res.tool_calls)
+    assert kept < 1_500_000, f"{kept} bytes of arguments kept"
+    assert res.tool_calls[-1].args["truncated"] is True
+
+
+async def test_wall_limit_holds_when_the_guest_ignores_signals_and_stalls_the_channel():
+    code = _program("51_allowed_calls_unread_replies")
+    limits = FAST.model_copy(update={"wall_timeout_s": 2, "max_tool_calls": 10_000})
+    res, growth, wall = await _run_sampled(code, limits)
+    assert (res.ok, res.reason) == (False, "timeout")
+    assert wall < limits.wall_timeout_s + 3
+    assert growth < 100
+
+
+# -- forged results ----------------------------------------------------------------------
+
+
+async def test_frame_walk_to_the_reporter_cannot_turn_a_failure_into_success():
+    res = await run_code(_program("54_frame_walk_reporter"), fake_tools(), FAST)
+    assert not res.ok
+    assert res.reason == "blocked import: os"
+
+
+@pytest.mark.parametrize("name", ["52_forged_done_then_violation", "53_forged_done_clean_exit"])
+async def test_forged_done_line_is_a_protocol_violation(name):
+    res = await run_code(_program(name), fake_tools(), FAST)
+    assert not res.ok
+    assert res.reason.startswith("protocol") or "outside sandbox" in res.reason
+
+
+async def test_success_follows_the_exit_status_not_forged_details():
+    res = await run_code(_program("84_detail_flood_exit_zero"), fake_tools(), FAST)
+    assert (res.ok, res.reason) == (True, None)
+
+
+# -- Python-guard bypass -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["55_import_from_guard_closure", "56_import_via_stdlib_builtins", "78_exec_stdlib_module_body"],
+)
+async def test_unguarded_import_routes_cannot_load_a_module_outside_the_list(name):
+    res = await run_code(_program(name), fake_tools(), FAST)
+    assert not res.ok
+    assert res.reason.startswith("blocked import")
+    assert "loaded" not in res.stdout
+
+
+async def test_guard_closure_holds_no_builtin_import():
+    code = (
+        "cells = [c.cell_contents for c in __import__.__closure__ or ()]\n"
+        "print(any(getattr(v, '__name__', '') == '__import__' for v in cells))"
+    )
+    res = await run_code(code, limits=FAST)
+    assert res.ok, res.error
+    assert res.stdout == "False\n"
+
+
+@pytest.mark.parametrize("guard", [True, False])
+async def test_sqlite3_cannot_open_etc_passwd(guard):
+    code = (
+        # the finding's route: the unguarded import out of the guarded one's closure
+        "real = None\n"
+        "for cell in getattr(__import__, '__closure__', None) or ():\n"
+        "    v = cell.cell_contents\n"
+        "    if callable(v) and getattr(v, '__name__', '') == '__import__':\n"
+        "        real = v\n"
+        "    elif isinstance(v, dict) and callable(v.get('__import__')):\n"
+        "        real = v['__import__']\n"
+        "if real is None:\n"
+        "    b = getattr(__import__, '__globals__', {}).get('__builtins__', __builtins__)\n"
+        "    real = b['__import__'] if isinstance(b, dict) else b.__import__\n"
+        "sqlite = real('_sqlite3')\n"
+        "con = sqlite.connect('/etc/passwd')\n"
+        "try:\n    print(con.execute('select 1').fetchall())\n"
+        "except Exception as e:\n    print('opened', type(e).__name__)\n"
+    )
+    res = await run_code(code, fake_tools(), FAST, python_guard=guard)
+    assert not res.ok
+    assert "opened" not in res.stdout
+    # guard on: the load is refused; guard off: the module is absent from the guest's root
+    assert res.reason == ("blocked import: _sqlite3" if guard else "error: ModuleNotFoundError")
+
+
+async def test_forbidden_syscall_kills_the_process():
+    res = await run_code(_program("74_chroot_os_layer"), limits=FAST, python_guard=False)
+    assert (res.ok, res.reason) == (False, "blocked syscall")
+
+
+# -- information exposure (guard off: the OS layers alone) -------------------------------
+
+
+async def test_guest_sees_only_its_own_processes():
+    code = (
+        "import os\n"
+        "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+        f"print(len(pids), os.path.exists('/proc/{os.getpid()}'), os.getpid())"
+    )
+    res = await run_code(code, limits=FAST, python_guard=False)
+    assert res.ok, res.error
+    assert res.stdout == "1 False 1\n"
+
+
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "/root", "/work", str(os.path.dirname(os.path.dirname(__file__)))]
+)
+async def test_host_paths_are_absent(path):
+    code = f"import os\nprint(os.path.exists({path!r}))"
+    res = await run_code(code, limits=FAST, python_guard=False)
+    assert res.ok, res.error
+    assert res.stdout == "False\n"
+
+
+async def test_mount_info_and_pid1_reveal_no_host_paths_through_tools():
+    code = (
+        "execute_query(sql=open('/proc/self/mountinfo').read())\n"
+        "execute_query(sql=open('/proc/1/cmdline', 'rb').read().decode(errors='replace'))\n"
+    )
+    res = await run_code(code, fake_tools(), FAST, python_guard=False)
+    assert res.ok, res.error
+    sent = json.dumps([c.args for c in res.tool_calls])
+    for host_only in ("/work", "/root", "sopgraph", "pytest"):
+        assert host_only not in sent
+
+
+async def test_etc_passwd_cannot_be_sent_through_a_tool():
+    res = await run_code(
+        _program("63_etc_passwd_exfil_os_layer"), fake_tools(), FAST, python_guard=False
+    )
+    assert not res.ok
+    assert "root:x:0:0" not in json.dumps([c.args for c in res.tool_calls])
+
+
+async def test_cancelled_run_leaves_no_process_and_no_fd():
+    from sopgraph.nodes.sandbox_jail import USED_UIDS, sandbox_pids
+
+    fds = len(os.listdir("/proc/self/fd"))
+    task = asyncio.create_task(run_code("import time\ntime.sleep(30)", limits=FAST))
+    await asyncio.sleep(1.0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sandbox_pids(USED_UIDS) == []
+    assert len(os.listdir("/proc/self/fd")) <= fds
