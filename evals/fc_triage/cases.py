@@ -16,7 +16,6 @@ from sopgraph.evals.fc_triage.labeler import STATION_NODES, Labeler, Query
 from sopgraph.evals.fc_triage.plant import T0, TICK_S, iso
 from sopgraph.evals.fc_triage.scenarios import TIE_EPS
 from sopgraph.graphs.model import Sop
-from sopgraph.graphs.topology import reachable
 
 TARGET = 150
 MIN_CASES = 100
@@ -27,8 +26,15 @@ def entry_type_of(sop: Sop) -> dict[str, str]:
     """For every node, the first alarm type whose SOP subgraph reaches it."""
     out: dict[str, str] = {}
     for kind, roots in sop.entry.items():
-        for nid in reachable(sop, roots):
-            out.setdefault(nid, kind)
+        stack = list(roots)
+        while stack:
+            nid = stack.pop()
+            if nid in out and out[nid] != kind:
+                continue
+            if nid in out:
+                continue
+            out[nid] = kind
+            stack += sop.nodes[nid].next.children()
     return out
 
 
