@@ -375,11 +375,18 @@ def _add_trace(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from sopgraph import __version__
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        return version("sopgraph")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "0+unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="sopgraph", description=DESCRIPTION)
-    p.add_argument("--version", action="version", version=f"sopgraph {__version__}")
+    p.add_argument("--version", action="version", version=f"sopgraph {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="check an SOP file and print its size")

@@ -99,4 +99,9 @@ def main(n: int = 40, report: Path | None = None) -> int:
     out = write_report(report or home_dir() / "reports" / "demo.html", sop, runs, summary,
                        "sopgraph demo: outbound-dock alarm triage")  # fmt: skip
     console.print(f"report: {out}")
+    console.print(
+        f"home: {home_dir()} (an MCP client that starts `sopgraph mcp serve` elsewhere: set"
+        " SOPGRAPH_HOME to this path)",
+        soft_wrap=True,
+    )
     return 0

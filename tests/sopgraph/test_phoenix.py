@@ -14,22 +14,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 from sop_factory import make_sop
 
 from sopgraph.nodes.local_llm import free_port
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
-GATED = {
-    "id": "gated",
-    "entry": {"alarm": ["check"]},
-    "nodes": {
-        "check": {"kind": "observation", "text": "check", "next": {"true": ["standby"]}},
-        "standby": {"kind": "action", "text": "standby", "cost": "high",
-                    "approval": "required", "next": {"true": ["confirm"]}},
-        "confirm": {"kind": "action", "text": "confirm"},
-    },
-}  # fmt: skip
+GATED = yaml.safe_load((Path(__file__).parent / "gated_sop.yaml").read_text())
 
 
 def _phoenix() -> str | None:
