@@ -10,7 +10,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP=True
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 LOCAL_LLM := $(VENV)/.local-llm
 
-.PHONY: install system-deps local-llm demo test lint format clean studio
+.PHONY: install system-deps local-llm demo test lint format clean studio phoenix report-shot
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -35,6 +35,7 @@ local-llm: $(LOCAL_LLM)
 system-deps:
 	@command -v dot >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q graphviz; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q postgresql; }
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
 
 STUDIO_PORT ?= $(shell $(PY) -c 'from sopgraph.nodes.local_llm import free_port; print(free_port())' 2>/dev/null)
 # LangGraph Studio's dev server, offline, on loopback.
@@ -43,6 +44,22 @@ studio: install
 
 demo: install
 	$(VENV)/bin/sopgraph demo
+
+# Arize Phoenix, a real trace backend for the tracing test, in its own virtual environment
+# (about 850 MB and 5 minutes; it pins its own protobuf, grpcio and SQLAlchemy).
+PHOENIX := .venv-phoenix/.installed
+$(PHOENIX):
+	python3 -m venv .venv-phoenix
+	.venv-phoenix/bin/pip install -q "arize-phoenix==20.26.1"
+	touch $@
+
+phoenix: $(PHOENIX)
+
+# docs/report.png: one alarm of the demo report (ALARM=<id>; default the first with a root
+# cause) as headless Chromium renders it.
+report-shot: install system-deps
+	$(VENV)/bin/sopgraph demo --report .sopgraph/reports/demo.html
+	$(PY) docs/screenshot.py .sopgraph/reports/demo.html docs/report.png --alarm $(or $(ALARM),first)
 
 # import-linter reads packages from disk, so it checks an installed copy (the folders are mapped
 # under the sopgraph namespace only when installed).
@@ -58,8 +75,8 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: install system-deps local-llm lint
+test: install system-deps local-llm phoenix lint
 	$(VENV)/bin/pytest
 
 clean:
-	rm -rf $(VENV) .sopgraph .pytest_cache
+	rm -rf $(VENV) .venv-phoenix .sopgraph .pytest_cache

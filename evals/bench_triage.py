@@ -19,9 +19,11 @@ from sopgraph.evals.fc_triage.dataset import Scenario
 from sopgraph.evals.in_process_mcp import InProcessMcp
 from sopgraph.evals.triage_eval import run_tokens
 from sopgraph.graphs.compiler import entry_nodes
+from sopgraph.graphs.model import Node
 from sopgraph.graphs.routing import fired_children
 from sopgraph.graphs.runner import Session
 from sopgraph.graphs.services import Services
+from sopgraph.graphs.topology import awalk
 from sopgraph.nodes.tool_node import as_verdict
 
 
@@ -36,28 +38,18 @@ def percentile(values: list[float], q: float) -> float:
 async def plain_traverse(services: Services, inp: dict[str, Any]) -> list[str]:
     """Walk the SOP layer by layer calling tools directly: the floor under the compiled graph."""
     sop = services.sop
-    layer, visits, path = list(entry_nodes(sop, inp)), {}, []
     state: dict[str, Any] = {"input": inp, "verdicts": {}}
-    while layer:
-        layer = [
-            n for n in dict.fromkeys(layer) if visits.get(n, 0) < (sop.nodes[n].max_visits or 1)
-        ]
 
-        async def decide(nid: str) -> list[str]:
-            node = sop.nodes[nid]
-            visits[nid] = visits.get(nid, 0) + 1
-            path.append(nid)
-            if node.is_action:
-                return list(node.next.true) + list(node.next.always)
-            ctx = services.context(node, state, "bench", [])
-            tool = services.registry.resolve(node.tool_name)
-            verdict = as_verdict(await tool.fn(ctx.site, ctx.timestamp, ctx))
-            state["verdicts"][nid] = verdict.model_dump()
-            return fired_children(node, verdict)[0]
+    async def decide(node: Node) -> list[str]:
+        if node.is_action:
+            return list(node.next.true) + list(node.next.always)
+        ctx = services.context(node, state, "bench", [])
+        tool = services.registry.resolve(node.tool_name)
+        verdict = as_verdict(await tool.fn(ctx.site, ctx.timestamp, ctx))
+        state["verdicts"][node.id] = verdict.model_dump()
+        return fired_children(node, verdict)[0]
 
-        nxt = await asyncio.gather(*(decide(n) for n in layer))
-        layer = [c for children in nxt for c in children]
-    return path
+    return await awalk(sop, entry_nodes(sop, inp), decide)
 
 
 async def bench_triage(

@@ -95,7 +95,13 @@ def _fires(node: Node, label: str, verdict: str | None) -> bool:
     return True  # a condition: the path itself shows whether it held
 
 
-def _scene(sop: Sop, path: list[str] | None, verdicts: dict[str, Any] | None) -> _Scene:
+def _scene(
+    sop: Sop,
+    path: list[str] | None,
+    verdicts: dict[str, Any] | None,
+    params: dict[str, Any] | None = None,
+    around_path: bool = False,
+) -> _Scene:
     verdicts = verdicts or {}
     taken = list(path or [])
     first = {nid: i for i, nid in reversed(list(enumerate(taken)))}
@@ -109,7 +115,7 @@ def _scene(sop: Sop, path: list[str] | None, verdicts: dict[str, Any] | None) ->
     for node in sop.nodes.values():
         lines = [node.id]
         if node.text:
-            lines.append(_short(sop.render_text(node), 60))
+            lines.append(_short(sop.render_text(node, params), 60 if not around_path else 110))
         classes = [node.kind]
         if node.is_action:
             flags = [f"cost: {node.cost}"] if node.cost != "low" else []
@@ -138,7 +144,27 @@ def _scene(sop: Sop, path: list[str] | None, verdicts: dict[str, Any] | None) ->
     for a in arrows:
         if a.dst not in boxes:  # drawn even when unvalidated, so the mistake is visible
             boxes[a.dst] = _Box(a.dst, "missing", [a.dst, "(no such node)"], ["missing"])
-    return _Scene(sop.title or sop.id, boxes, arrows)
+    scene = _Scene(sop.title or sop.id, boxes, arrows)
+    return _around(scene, set(first)) if around_path and path else scene
+
+
+def _around(scene: _Scene, taken: set[str]) -> _Scene:
+    """Only the path, the entries that started it, and the branches it did not take (one step
+    away, as bare ids): a run's story at a readable size instead of the whole SOP."""
+    keep = set(taken)
+    arrows: list[_Arrow] = []
+    for a in scene.arrows:
+        if a.src in taken or (a.src.startswith("entry:") and a.dst in taken):
+            keep |= {a.src, a.dst}
+            arrows.append(a)
+    boxes = {}
+    for key, box in scene.boxes.items():
+        if key not in keep:
+            continue
+        if key not in taken and box.kind != "entry":  # a branch not taken: its id is enough
+            box = _Box(key, box.kind, [key], box.classes)
+        boxes[key] = box
+    return _Scene(scene.title, boxes, arrows)
 
 
 # -- Mermaid ---------------------------------------------------------------------------------
@@ -191,13 +217,20 @@ def _mermaid_text(text: str) -> str:
 
 
 def to_mermaid(
-    sop: Sop, path: list[str] | None = None, verdicts: dict[str, Any] | None = None
+    sop: Sop,
+    path: list[str] | None = None,
+    verdicts: dict[str, Any] | None = None,
+    *,
+    params: dict[str, Any] | None = None,
+    around_path: bool = False,
 ) -> str:
     """The SOP as a Mermaid flowchart; with ``path``, the nodes and edges a run took stand out.
 
     ``verdicts`` maps node ids to a ``Verdict`` (or its dict) and adds each verdict to its node.
+    ``params`` fills node texts (a site's parameters; the SOP's defaults otherwise).
+    ``around_path`` draws only the path and the branches it did not take.
     """
-    scene = _scene(sop, path, verdicts)
+    scene = _scene(sop, path, verdicts, params, around_path)
     ids = _mermaid_ids(list(scene.boxes))
     title = scene.title.replace('"', "'")  # the title sits in YAML front matter, not a label
     out = ["---", f'title: "{title}"', "---", "flowchart TD"]
@@ -248,14 +281,23 @@ def _dot_str(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def to_dot(sop: Sop, path: list[str] | None = None, verdicts: dict[str, Any] | None = None) -> str:
-    """The SOP as a Graphviz DOT digraph, styled like :func:`to_mermaid`."""
-    scene = _scene(sop, path, verdicts)
+def to_dot(
+    sop: Sop,
+    path: list[str] | None = None,
+    verdicts: dict[str, Any] | None = None,
+    *,
+    params: dict[str, Any] | None = None,
+    around_path: bool = False,
+) -> str:
+    """The SOP as a Graphviz DOT digraph, styled like :func:`to_mermaid` (same options)."""
+    scene = _scene(sop, path, verdicts, params, around_path)
     out = [
         f"digraph {_dot_str(sop.id)} {{",
         f"    label={_dot_str(scene.title)}; labelloc=t; rankdir=TB;",
         '    node [fontname="Helvetica", fontsize=10]; edge [fontname="Helvetica", fontsize=9];',
     ]
+    if around_path:  # a run's drawing is read at its natural size: keep it compact
+        out.append('    nodesep=0.2; ranksep=0.3; node [margin="0.06,0.03"];')
     for key, box in scene.boxes.items():
         wrapped = [box.lines[0]] + [w for line in box.lines[1:] for w in textwrap.wrap(line, 28)]
         label = _dot_str("\n".join(wrapped)).replace("\n", "\\n")  # dot's line break

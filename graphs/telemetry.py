@@ -4,9 +4,11 @@ One trace per run invocation: ``invoke_workflow <sop id>`` at the root, one span
 (``execute_tool <tool>`` when a compiled tool decided it, else ``sopgraph.node <id>``, or
 ``sopgraph.action <id>`` for an action that calls no tool), ``invoke_agent``/``chat`` spans
 for sub-agents and model calls under their node, and ``tools/call <tool>`` for MCP calls.
-A traversal paused by an interrupt (or killed) and resumed later is several invocations, so
-several traces; they share ``gen_ai.conversation.id`` (the thread id) and each resumed root
-links to the root of the invocation before it.
+A traversal paused by an interrupt (or killed) and resumed later, maybe by another process, is
+several invocations in one trace: each later root is a child of the root before it (found
+through the traceparent kept in the checkpoint) and links to it; all share
+``gen_ai.conversation.id`` (the thread id). Spans also carry OpenInference's span kind, and the
+roots its ``input.value``/``output.value``, which trace UIs such as Arize Phoenix show.
 
 Tracing is off until ``setup_tracing`` runs; until then every helper returns a non-recording
 span without touching the context, so an untraced run pays a function call per span.
@@ -21,6 +23,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from opentelemetry import propagate, trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
@@ -147,7 +150,13 @@ def _error(span: Span, exc: BaseException) -> None:
 
 
 @contextmanager
-def _span(name: str, kind: SpanKind, attrs: dict[str, Any], links: Sequence[Link] = ()):
+def _span(
+    name: str,
+    kind: SpanKind,
+    attrs: dict[str, Any],
+    links: Sequence[Link] = (),
+    parent: Context | None = None,
+):
     """Start ``name`` as the current span; an exception marks it as an error and propagates.
 
     LangGraph's interrupts are exceptions (``GraphBubbleUp``) that are not failures: the span
@@ -157,7 +166,12 @@ def _span(name: str, kind: SpanKind, attrs: dict[str, Any], links: Sequence[Link
         yield trace.INVALID_SPAN
         return
     with _tracer.start_as_current_span(
-        name, kind=kind, links=links, record_exception=False, set_status_on_exception=False
+        name,
+        context=parent,
+        kind=kind,
+        links=links,
+        record_exception=False,
+        set_status_on_exception=False,
     ) as span:
         _set(span, attrs)
         try:
@@ -178,14 +192,17 @@ def _span(name: str, kind: SpanKind, attrs: dict[str, Any], links: Sequence[Link
 def workflow_span(sop_id: str, thread_id: str, invocation: str, previous: str | None = None) -> Any:
     """The root of one run invocation (``invocation``: start, continue, resume).
 
-    ``previous`` is the W3C traceparent of the invocation before it on the same thread.
+    ``previous`` is the W3C traceparent of the invocation before it on the same thread: the
+    new root continues that trace as its child (and links to it).
     """
     links: list[Link] = []
+    parent: Context | None = None
     if previous and _tracer is not None:
         ctx = propagate.extract({"traceparent": previous})
-        parent = trace.get_current_span(ctx).get_span_context()
-        if parent.is_valid:
-            links.append(Link(parent, {"sopgraph.link": "previous_invocation"}))
+        before = trace.get_current_span(ctx).get_span_context()
+        if before.is_valid:
+            links.append(Link(before, {"sopgraph.link": "previous_invocation"}))
+            parent = ctx
     return _span(
         f"invoke_workflow {sop_id}",
         SpanKind.INTERNAL,
@@ -194,13 +211,17 @@ def workflow_span(sop_id: str, thread_id: str, invocation: str, previous: str | 
             "gen_ai.workflow.name": sop_id,
             "gen_ai.conversation.id": thread_id,
             "sopgraph.invocation": invocation,
+            "openinference.span.kind": "CHAIN",
+            "session.id": thread_id,  # OpenInference's name for the conversation
         },
         links,
+        parent,
     )
 
 
 def record_run(span: Span, status: str, inp: dict[str, Any], path: Sequence[str]) -> None:
-    """What the invocation ended with: the run status, input type, nodes executed so far."""
+    """What the invocation ended with: the run status and input, and the nodes executed so far
+    (also as OpenInference ``input.value``/``output.value``)."""
     if not span.is_recording():
         return
     _set(
@@ -210,6 +231,10 @@ def record_run(span: Span, status: str, inp: dict[str, Any], path: Sequence[str]
             "sopgraph.input.type": inp.get("type"),
             "sopgraph.site": inp.get("site"),
             "sopgraph.path.length": len(path),
+            "input.value": json.dumps(inp, default=str),
+            "input.mime_type": "application/json",
+            "output.value": json.dumps({"status": status, "path": list(path)}),
+            "output.mime_type": "application/json",
         },
     )
 
@@ -229,7 +254,11 @@ def node_span(node_id: str, kind: str) -> Any:
     return _span(
         f"{prefix} {node_id}",
         SpanKind.INTERNAL,
-        {"sopgraph.node.id": node_id, "sopgraph.node.kind": kind},
+        {
+            "sopgraph.node.id": node_id,
+            "sopgraph.node.kind": kind,
+            "openinference.span.kind": "CHAIN",
+        },
     )
 
 
@@ -245,6 +274,8 @@ def record_outcome(span: Span, tool_name: str, outcome: Any) -> None:
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": tool_name,
                 "gen_ai.tool.type": "function",
+                "openinference.span.kind": "TOOL",
+                "tool.name": tool_name,
             },
         )
     _set(
@@ -293,6 +324,7 @@ def mcp_span(server: str, tool: str, transport: str = "pipe") -> Any:
             "gen_ai.tool.name": tool,
             "network.transport": transport,
             "sopgraph.mcp.server": server,
+            "openinference.span.kind": "TOOL",
         },
     )
 
@@ -316,6 +348,7 @@ def agent_span(name: str, node_id: str | None = None, description: str | None = 
             "gen_ai.agent.name": name,
             "gen_ai.agent.description": description,
             "sopgraph.node.id": node_id,
+            "openinference.span.kind": "AGENT",
         },
     )
 
@@ -329,6 +362,7 @@ def chat_span(model: str, provider: str | None = None) -> Any:
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": model,
             "gen_ai.provider.name": provider,
+            "openinference.span.kind": "LLM",
         },
     )
 

@@ -128,8 +128,8 @@ def parse_args(name: str, env_var: str, argv: Iterable[str] | None = None) -> ar
     if not Path(args.db).exists():
         ap.exit(
             2,
-            f"error: {args.db}: no such database; build the world with "
-            "`python -m sopgraph.evals.fc_triage.build` or fix --db\n",
+            f"error: {args.db}: no such database; build the world with `sopgraph demo`, or set"
+            " SOPGRAPH_HOME to the absolute path of the folder holding fc_world/, or fix --db\n",
         )
     return args
 

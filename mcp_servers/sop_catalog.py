@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.loader import SopError, load_sop
 from sopgraph.graphs.model import Sop, Verdict
+from sopgraph.graphs.topology import reachable
 
 SOPS_ENV = "SOPGRAPH_SOPS"
 # What a tool reads from the run input: ``ctx.input["x"]`` is required, ``.get("x")`` optional.
@@ -179,15 +180,7 @@ class CatalogEntry:
         )
 
     def _reachable(self, start: list[str]) -> list[str]:
-        seen: dict[str, None] = {}
-        todo = list(start)
-        while todo:
-            nid = todo.pop()
-            if nid in seen or nid not in self.sop.nodes:
-                continue
-            seen[nid] = None
-            todo += self.sop.nodes[nid].next.children()
-        return list(seen)
+        return reachable(self.sop, start)
 
 
 def _tool_source(registry: Any, tool: str) -> str:

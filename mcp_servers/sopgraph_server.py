@@ -281,7 +281,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
     p.add_argument(
         "--checkpoint",
-        help="SQLite file (default {home}/checkpoints.sqlite) or postgres://… shared by all SOPs",
+        help="SQLite file (default $SOPGRAPH_HOME/checkpoints.sqlite) or postgres://…, for all SOPs",
     )
 
 

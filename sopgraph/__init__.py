@@ -1,4 +1,4 @@
-"""sopgraph: the thin shell (CLI, settings, telemetry) over graphs/, nodes/, tools/."""
+"""sopgraph: compile written SOPs into LangGraph state machines; this package is the CLI shell."""
 
 import os as _os
 

@@ -208,18 +208,23 @@ def cmd_run(args: argparse.Namespace) -> int:
                            arch=args.arch, model=models.chat, lm=models.lm) as s:  # fmt: skip
             return await s.run(inp, thread_id=args.thread)
 
+    result = _traced(args.trace, go)
+    _print_result(result, args.json)
+    return 0 if result.status != "unresolved" else 1
+
+
+def _traced(mode: str | None, go: Any) -> Any:
+    """Run the coroutine function ``go`` with tracing on (``--trace``), flushing it after."""
     from sopgraph.graphs.telemetry import TelemetryError, setup_tracing, shutdown_tracing
 
     try:
-        setup_tracing(args.trace)
+        setup_tracing(mode)
     except TelemetryError as exc:
         raise UserError(str(exc)) from None
     try:
-        result = asyncio.run(go())
+        return asyncio.run(go())
     finally:
         shutdown_tracing()  # prints the console tree / flushes OTLP batches
-    _print_result(result, args.json)
-    return 0 if result.status != "unresolved" else 1
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -233,7 +238,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                            model=models.chat, lm=models.lm) as s:  # fmt: skip
             return await s.resume(args.thread, args.decision)
 
-    result = asyncio.run(go())
+    result = _traced(args.trace, go)
     _print_result(result, args.json)
     return 0 if result.status != "unresolved" else 1
 
@@ -353,7 +358,8 @@ def _add_mcp_parser(sub: Any) -> None:
     ms.add_argument("--port", type=port_number, default=8000, help="HTTP port (default 8000)")
     ms.add_argument(
         "--checkpoint",
-        help="SQLite file (default {home}/checkpoints.sqlite) or postgres://… shared by all SOPs",
+        help="SQLite file (default $SOPGRAPH_HOME/checkpoints.sqlite, home .sopgraph/) "
+        "or postgres://…, shared by all SOPs",
     )
     ms.set_defaults(fn=cmd_mcp_serve)
 
@@ -361,8 +367,26 @@ def _add_mcp_parser(sub: Any) -> None:
 # --- end mcp ---------------------------------------------------------------------------------
 
 
+def _add_trace(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--trace",
+        choices=["console", "otlp"],
+        help=f"trace {what}: a tree on stderr, or OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sopgraph")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "0+unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="sopgraph", description=DESCRIPTION)
+    p.add_argument("--version", action="version", version=f"sopgraph {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="check an SOP file and print its size")
@@ -393,11 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="direct: call compiled tools (default); subagent: an LLM calls them; "
         "codeact: an LLM writes MCP code for every node",
     )
-    r.add_argument(
-        "--trace",
-        choices=["console", "otlp"],
-        help="trace the run: a tree on stderr, or OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)",
-    )
+    _add_trace(r, "the run")
     r.set_defaults(fn=cmd_run)
 
     rs = sub.add_parser("resume", help="answer a paused run's gated action")
@@ -417,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="executors for the rest of the run (as on `run`)",
     )
     rs.add_argument("--json", action="store_true", help="print the run result as JSON")
+    _add_trace(rs, "the rest of the run (in the same trace as its start)")
     rs.set_defaults(fn=cmd_resume)
 
     g = sub.add_parser("graph", help="draw an SOP as Mermaid or PNG")

@@ -13,7 +13,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from sopgraph.evals.bench_triage import percentile
 from sopgraph.evals.fc_triage.build import build_world
@@ -23,6 +22,8 @@ from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.runner import Session
 from sopgraph.html_report import write_report
 from sopgraph.nodes.mcp_client import home_dir
+from sopgraph.report import alarm_table, status_of
+from sopgraph.tools.params import ParamStore
 
 SOP_DIR = EXAMPLES / "fc_alarm_triage"
 
@@ -55,23 +56,29 @@ async def triage_recent(n: int, console: Console) -> tuple[list[dict[str, Any]],
     return runs, sop
 
 
+def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The alarm table's rows: plain strings, and node ids as lists."""
+    return [
+        {
+            "alarm": run["alarm_id"],
+            "site": run["site"],
+            "type": run["type"],
+            "status": status_of(run["result"]),
+            "root causes": run["outcome"].root_causes,
+            "actions": run["outcome"].actions,
+            "path taken": run["result"].path,
+            "ms": f"{run['ms']:.0f}",
+            "truth": {True: "✔", False: "✘"}.get(run["correct"], "?"),
+        }  # fmt: skip
+        for run in runs
+    ]
+
+
 def main(n: int = 40, report: Path | None = None) -> int:
-    console = Console()
-    if not console.is_terminal:  # piped or in CI: keep table rows readable, one line each
-        console = Console(width=220)
+    console = Console()  # piped: COLUMNS, else 80 columns; the table fits whichever it is
     console.print(f"[bold]sopgraph demo[/]: outbound-dock alarm triage, {n} most recent alarms")
     runs, sop = asyncio.run(triage_recent(n, console))
-    table = Table(show_lines=False)
-    for col in ("alarm", "site", "type", "path taken", "root causes", "actions", "ms", "truth"):
-        table.add_column(col, overflow="fold")
-    for run in runs:
-        res, out = run["result"], run["outcome"]
-        table.add_row(
-            run["alarm_id"], run["site"], run["type"], " → ".join(res.path),
-            ", ".join(out.root_causes) or "-", ", ".join(out.actions) or "-",
-            f"{run['ms']:.0f}", "[green]✔[/]" if run["correct"] else "[red]✘[/]",
-        )  # fmt: skip
-    console.print(table)
+    console.print(alarm_table(table_rows(runs), console.width))
     ms = [r["ms"] for r in runs]
     summary = {
         "alarms": len(runs),
@@ -86,7 +93,15 @@ def main(n: int = 40, report: Path | None = None) -> int:
     }
     for k, v in summary.items():
         console.print(f"  {k}: {v}")
+    params = ParamStore(sop, SOP_DIR)
+    for run in runs:
+        run["params"] = params.for_site(run["site"])
     out = write_report(report or home_dir() / "reports" / "demo.html", sop, runs, summary,
                        "sopgraph demo: outbound-dock alarm triage")  # fmt: skip
     console.print(f"report: {out}")
+    console.print(
+        f"home: {home_dir()} (an MCP client that starts `sopgraph mcp serve` elsewhere: set"
+        " SOPGRAPH_HOME to this path)",
+        soft_wrap=True,
+    )
     return 0

@@ -111,37 +111,41 @@ def build_world(
     tmp = root.with_name(f"fc_world.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    tp = WorldPaths.under(tmp)
-    world = simulate(seed, days, sites)
-    say(f"simulated {len(world.sites)} sites x {days} days ({time.perf_counter() - t0:.1f}s)")
-    sop = load_sop(sop_dir)
-    store = ParamStore(sop, sop_dir)
-    params_of = {site: store.for_site(site) for site in world.sites}
-    rng = np.random.default_rng([seed, 1])
-    alarms = raise_alarms(world, rng, min_total=int(scenarios * 1.25))
-    write_robotics(world, tp.robotics)
-    write_conveyance(world, tp.conveyance)
-    write_ops(world, tp.ops, alarms)
-    say(f"wrote stores ({time.perf_counter() - t0:.1f}s)")
-    labeler = Labeler(world)
-    rows = build_scenarios(sop, labeler, alarms, params_of, rng, scenarios)
-    _write_jsonl(tp.scenarios, rows)
-    tp.cases.mkdir()
-    cases = build_cases(sop, labeler, alarms, params_of, seed)
-    for node_id, node_cases in cases.items():
-        _write_jsonl(tp.cases / f"{node_id}.jsonl", node_cases)
-    say(
-        f"labeled {len(rows)} scenarios and {sum(map(len, cases.values()))} cases ({time.perf_counter() - t0:.1f}s)"
-    )
-    manifest = wanted | {
-        "site_names": list(world.sites),
-        "data_hash": data_hash(world),
-        "alarms": len(alarms),
-        "scenarios": len(rows),
-        "cases": {k: len(v) for k, v in cases.items()},
-        "build_seconds": round(time.perf_counter() - t0, 2),
-    }
-    tp.manifest.write_text(json.dumps(manifest, indent=1))
+    try:  # a failed or interrupted build leaves no half-built folder behind
+        tp = WorldPaths.under(tmp)
+        world = simulate(seed, days, sites)
+        say(f"simulated {len(world.sites)} sites x {days} days ({time.perf_counter() - t0:.1f}s)")
+        sop = load_sop(sop_dir)
+        store = ParamStore(sop, sop_dir)
+        params_of = {site: store.for_site(site) for site in world.sites}
+        rng = np.random.default_rng([seed, 1])
+        alarms = raise_alarms(world, rng, min_total=int(scenarios * 1.25))
+        write_robotics(world, tp.robotics)
+        write_conveyance(world, tp.conveyance)
+        write_ops(world, tp.ops, alarms)
+        say(f"wrote stores ({time.perf_counter() - t0:.1f}s)")
+        labeler = Labeler(world)
+        rows = build_scenarios(sop, labeler, alarms, params_of, rng, scenarios)
+        _write_jsonl(tp.scenarios, rows)
+        tp.cases.mkdir()
+        cases = build_cases(sop, labeler, alarms, params_of, seed)
+        for node_id, node_cases in cases.items():
+            _write_jsonl(tp.cases / f"{node_id}.jsonl", node_cases)
+        say(
+            f"labeled {len(rows)} scenarios and {sum(map(len, cases.values()))} cases ({time.perf_counter() - t0:.1f}s)"
+        )
+        manifest = wanted | {
+            "site_names": list(world.sites),
+            "data_hash": data_hash(world),
+            "alarms": len(alarms),
+            "scenarios": len(rows),
+            "cases": {k: len(v) for k, v in cases.items()},
+            "build_seconds": round(time.perf_counter() - t0, 2),
+        }
+        tp.manifest.write_text(json.dumps(manifest, indent=1))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     old = root.with_name(f"fc_world.old{os.getpid()}")
     if root.exists():
         root.rename(old)

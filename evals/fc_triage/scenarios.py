@@ -2,7 +2,7 @@
 
 A scenario is one alarm plus what a faithful triage finds: the observations and root causes
 that hold, and the actions reached. The walk follows the SOP file itself (every child of a
-fired edge runs; a node runs once), with every action approved.
+fired edge runs; a node outside a loop runs once), with every action approved.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import numpy as np
 
 from sopgraph.evals.fc_triage.labeler import Labeler, Query, Truth
 from sopgraph.evals.fc_triage.plant import iso
-from sopgraph.graphs.model import Sop
+from sopgraph.graphs.model import Node, Sop
+from sopgraph.graphs.topology import walk as layer_walk
 
 TIE_EPS = 1e-6
 
@@ -21,29 +22,21 @@ TIE_EPS = 1e-6
 def walk(
     sop: Sop, labeler: Labeler, alarm: dict, params: dict[str, Any]
 ) -> tuple[list[str], dict[str, Truth], list[str]]:
-    """Breadth-first SOP walk for one alarm: (path, verdicts by node, actions reached)."""
+    """The SOP walk of one alarm, layer by layer as a run takes it (loops to their
+    ``max_visits``), every gated action approved: (path, verdicts by node, actions reached)."""
     q = Query(alarm["site"], alarm["ts"], alarm.get("station"))
-    frontier = list(sop.entry[alarm["type"]])
-    seen: set[str] = set()
-    path: list[str] = []
     verdicts: dict[str, Truth] = {}
     actions: list[str] = []
-    while frontier:
-        nxt: list[str] = []
-        for node_id in frontier:
-            if node_id in seen:
-                continue
-            seen.add(node_id)
-            path.append(node_id)
-            node = sop.nodes[node_id]
-            if node.is_action:
-                actions.append(node_id)
-                nxt += node.next.true + node.next.always
-                continue
-            t = labeler.label(node_id, q, params)
-            verdicts[node_id] = t
-            nxt += getattr(node.next, t.value) + node.next.always
-        frontier = nxt
+
+    def step(node: Node) -> list[str]:
+        if node.is_action:
+            actions.append(node.id)
+            return node.next.true + node.next.always
+        t = labeler.label(node.id, q, params)
+        verdicts[node.id] = t
+        return getattr(node.next, t.value) + node.next.always
+
+    path = layer_walk(sop, list(sop.entry[alarm["type"]]), step)
     return path, verdicts, actions
 
 

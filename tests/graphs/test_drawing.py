@@ -121,3 +121,27 @@ def test_png_without_graphviz_is_one_clear_error(monkeypatch, tmp_path: Path):
         render_png(load_sop(GOOD[0]), tmp_path / "x.png")
     assert "\n" not in str(info.value)
     assert not (tmp_path / "x.png").exists()
+
+
+def test_around_path_draws_the_path_and_its_untaken_branches_only():
+    sop = load_sop(Path(__file__).resolve().parents[2] / "examples" / "fc_alarm_triage")
+    path = ["obs_station_idle", "act_close_alarm"]
+    text = to_mermaid(
+        sop, path=path, verdicts={"obs_station_idle": {"value": "false"}}, around_path=True
+    )
+    drawn = {m[1] for line in text.splitlines() if (m := MERMAID_NODE.match(line))}
+    children = set(sop.nodes["obs_station_idle"].next.children())
+    assert drawn == {"start_station_idle"} | set(path) | children
+    grandchildren = {c for n in children for c in sop.nodes[n].next.children()} - drawn
+    assert grandchildren and not grandchildren & drawn  # two steps away: left out
+    for line in text.splitlines():  # an untaken branch is its bare id, no text
+        if line.startswith("    rc_robot_fault("):
+            assert line == '    rc_robot_fault("<b>rc_robot_fault</b>")'
+    assert all(s in drawn and d in drawn for s, d, _ in _mermaid_edges(text))
+
+
+def test_node_texts_use_the_given_parameters():
+    sop = load_sop(Path(__file__).resolve().parents[2] / "examples" / "fc_alarm_triage")
+    default, dfw7 = to_dot(sop), to_dot(sop, params={"idle_pct_threshold": 30})
+    assert "more than 25%" in default.replace("\\n", " ")
+    assert "more than 30%" in dfw7.replace("\\n", " ") and "more than 25%" not in dfw7

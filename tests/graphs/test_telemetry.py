@@ -184,7 +184,7 @@ GATED = {
 }
 
 
-async def test_resumed_traversal_links_back_to_the_paused_invocation(tmp_path):
+async def test_resumed_traversal_continues_the_paused_invocations_trace(tmp_path):
     exporter = InMemorySpanExporter()
     telemetry.setup_tracing(exporter=exporter)
     root = make_sop(tmp_path / "sop", GATED, {"check": "return Verdict(value=True)"})
@@ -208,11 +208,20 @@ async def test_resumed_traversal_links_back_to_the_paused_invocation(tmp_path):
     assert root_b.attributes["sopgraph.invocation"] == "resume"
     assert root_b.attributes["gen_ai.conversation.id"] == "t-gate"
     assert [link.context.span_id for link in root_b.links] == [root_a.context.span_id]
+    # one trace: the resumed root is the paused root's child
+    assert root_b.context.trace_id == root_a.context.trace_id
+    assert root_b.parent.span_id == root_a.context.span_id and root_a.parent is None
+    assert root_a.attributes["openinference.span.kind"] == "CHAIN"
+    assert json.loads(root_a.attributes["input.value"]) == {"type": "alarm"}
+    out_a, out_b = (json.loads(r.attributes["output.value"]) for r in (root_a, root_b))
+    assert out_a == {"status": "interrupted", "path": paused.path}
+    assert out_b == {"status": "done", "path": done.path} and done.path[-1] == "confirm"
     paused_action = a["sopgraph.action standby"]
     assert paused_action.attributes["sopgraph.interrupted"] is True
     assert paused_action.status.status_code.name != "ERROR"
     assert {"sopgraph.action standby", "sopgraph.action confirm"} <= set(b)
     assert all(s.parent.span_id == root_b.context.span_id for s in second if s is not root_b)
+    assert all(s.context.trace_id == root_a.context.trace_id for s in second)
 
 
 class _Receiver(http.server.BaseHTTPRequestHandler):

@@ -62,3 +62,71 @@ def test_loop_members_and_parents_match_brute_force_on_random_sops():
             for child in sop.nodes
         }
         assert parents_of(sop) == expected
+
+
+# -- the walk agrees with the compiled graph -------------------------------------------------
+
+_TRUE = "return Verdict(value=True)"
+WALKS = {
+    # a loop bounded on one node, re-entered by a second parent from outside the loop, plus a
+    # node fired twice in one layer and a node reached again later outside any loop
+    "id": "walks",
+    "entry": {"a": ["start"]},
+    "nodes": {
+        "start": {"kind": "observation", "text": "s", "next": {"true": ["retry", "side", "d1", "d2"]}},
+        "retry": {"kind": "observation", "text": "r", "max_visits": 3,
+                  "next": {"true": ["check"], "false": ["act_done"]}},
+        "check": {"kind": "observation", "text": "c", "next": {"true": ["retry"], "false": ["act_done"]}},
+        "side": {"kind": "observation", "text": "x", "next": {"true": ["late"]}},
+        "late": {"kind": "observation", "text": "l", "next": {"true": ["check", "join"]}},
+        "d1": {"kind": "root_cause", "text": "1", "next": {"true": ["join"]}},
+        "d2": {"kind": "root_cause", "text": "2", "next": {"true": ["join"]}},
+        "join": {"kind": "action", "text": "j"},
+        "act_done": {"kind": "action", "text": "done"},
+    },
+}  # fmt: skip
+
+
+async def test_walk_runs_nodes_as_often_as_the_compiled_graph(tmp_path, monkeypatch):
+    from collections import Counter
+
+    from sop_factory import make_sop
+
+    from sopgraph.graphs.loader import load_sop
+    from sopgraph.graphs.model import Verdict
+    from sopgraph.graphs.routing import fired_children
+    from sopgraph.graphs.runner import Session
+    from sopgraph.graphs.topology import awalk, walk
+
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
+    decisions = [n for n, v in WALKS["nodes"].items() if v["kind"] != "action"]
+    root = make_sop(tmp_path / "sop", WALKS, {n: _TRUE for n in decisions})
+    async with Session(root, mcp=False) as s:
+        result = await s.run({"type": "a"})
+    sop = load_sop(root)
+
+    def step(node):
+        if node.is_action:
+            return node.next.true + node.next.always
+        return fired_children(node, Verdict(value="true"))[0]
+
+    async def astep(node):
+        return step(node)
+
+    path = walk(sop, ["start"], step)
+    assert Counter(path) == Counter(result.path)
+    assert path.count("retry") == 3 and path.count("join") == 1  # the bound; run once
+    # in the loop and unbounded itself: each of its two parents' firings runs it again
+    assert path.count("check") == 4
+    assert await awalk(sop, ["start"], astep) == path
+
+
+def test_reachable_skips_unknown_starts_and_follows_every_edge_kind():
+    from sopgraph.graphs.topology import reachable
+
+    sop = _random_sop(random.Random(3))
+    everything = reachable(sop, list(sop.nodes) + ["nope"])
+    assert sorted(everything) == sorted(sop.nodes)
+    graph = graph_of(sop)
+    start = next(iter(sop.nodes))
+    assert set(reachable(sop, [start])) == {start} | _reachable(graph, start, set(sop.nodes))

@@ -176,3 +176,30 @@ def test_gated_run_then_resume(tmp_path: Path, fc_home: Path) -> None:  # noqa: 
     done = json.loads(proc.stdout)
     assert done["status"] == "done"
     assert [a["node"] for a in done["actions"]] == ["act_robot_standby"]
+
+
+def test_version_and_mcp_help(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    proc = sopgraph("--version", home=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"sopgraph {version('sopgraph')}"
+    proc = sopgraph("mcp", "serve", "--help", home=tmp_path)
+    assert proc.returncode == 0 and "{home}" not in proc.stdout and "$SOPGRAPH_HOME" in proc.stdout
+
+
+def test_resume_traces_the_rest_of_the_run_in_the_same_trace(tmp_path: Path) -> None:
+    import yaml
+    from sop_factory import make_sop
+
+    gated = yaml.safe_load((Path(__file__).parent / "gated_sop.yaml").read_text())
+    root = make_sop(tmp_path / "sop", gated, {"check": "return Verdict(value=True)"})
+    run = sopgraph("run", root, "-i", '{"type": "alarm"}', "--thread", "t1", home=tmp_path)
+    assert run.returncode == 0, run.stderr
+    proc = sopgraph(
+        "resume", root, "--thread", "t1", "--decision", "approve", "--trace", "console",
+        home=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    tree = proc.stderr.splitlines()
+    assert tree[0].startswith("invoke_workflow gated status=done"), proc.stderr
+    assert any(line.startswith("  sopgraph.action confirm") for line in tree), proc.stderr
