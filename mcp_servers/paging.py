@@ -8,16 +8,21 @@ the ``next_page`` to ask for.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import decimal
+import importlib.util
 import math
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
@@ -141,4 +146,66 @@ def serve(mcp: FastMCP, args: argparse.Namespace) -> None:
         mcp.settings.port = args.port
         mcp.run("streamable-http")
     else:
-        mcp.run("stdio")
+        anyio.run(serve_stdio, mcp, backend_options={"use_uvloop": _has_uvloop()})
+
+
+async def serve_stdio(mcp: FastMCP) -> None:
+    """FastMCP's stdio loop, with stdin and stdout read and written on the event loop.
+
+    The SDK wraps them with ``anyio.wrap_file``, which hops to a worker thread for every line
+    read and every write and flush: about a quarter of a server's CPU under load.
+    """
+    loop = asyncio.get_running_loop()
+    try:
+        stdin, stdout = await LoopStdin.open(loop), await LoopStdout.open(loop)
+    except (OSError, ValueError):  # stdin or stdout is a regular file: the SDK's threads work
+        stdin = stdout = None
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+        server = mcp._mcp_server
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class LoopStdin:
+    """``async for line in stdin`` over the process's stdin pipe, as ``stdio_server`` reads it."""
+
+    def __init__(self, reader: asyncio.StreamReader):
+        self.reader = reader
+
+    @classmethod
+    async def open(cls, loop: asyncio.AbstractEventLoop) -> LoopStdin:
+        reader = asyncio.StreamReader(limit=64 * 1024 * 1024, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        return cls(reader)
+
+    def __aiter__(self) -> LoopStdin:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self.reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class LoopStdout:
+    """``await write(text)`` / ``await flush()`` on the process's stdout pipe, without threads."""
+
+    def __init__(self, writer: asyncio.StreamWriter):
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, loop: asyncio.AbstractEventLoop) -> LoopStdout:
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), sys.stdout
+        )
+        return cls(asyncio.StreamWriter(transport, protocol, None, loop))
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode())
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+def _has_uvloop() -> bool:
+    return importlib.util.find_spec("uvloop") is not None

@@ -142,6 +142,7 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
 
     check_checkpoint(args.checkpoint)
     from sopgraph.evals.bench_triage import bench_triage
+    from sopgraph.graphs import eventloop
 
     models = _models(args.arch)
     scenarios = _scenarios(_world(), "all", args.alarms)
@@ -153,12 +154,13 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
                 tasks[phase] = bar.add_task(phase, total=n)
             bar.update(tasks[phase], completed=i)
 
-        figures = asyncio.run(
+        figures = eventloop.run(
             bench_triage(
                 TRIAGE_SOP,
                 scenarios,
                 concurrency=args.concurrency,
                 checkpoint=args.checkpoint,
+                workers=args.workers,
                 arch=args.arch,
                 model=models.chat,
                 lm=models.lm,
@@ -237,6 +239,12 @@ def add_commands(sub: Any) -> None:
     )
     bt.add_argument(
         "--arch", choices=["direct", "subagent", "codeact"], default="direct", help=_ARCH_HELP
+    )
+    bt.add_argument(
+        "--workers",
+        type=lambda t: 0 if t.strip() == "0" else positive_int(t),
+        default=2,
+        help="time 1..N worker processes sharing a SQLite checkpoint store (default 2; 0: skip)",
     )
     bt.add_argument("--json", action="store_true", help="print the figures as JSON")
     bt.set_defaults(fn=cmd_bench_triage)
