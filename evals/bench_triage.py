@@ -242,6 +242,7 @@ async def bench_triage(
         "alarms_per_s": round(aps["memory"], 1),
         "lower_bound_p50_ms": round(lb, 3),
         "lower_bound_p99_ms": round(percentile(lat["floor"], 99), 3),
+        "lower_bound_cpu_ms_per_alarm": round(statistics.fmean(cpu["floor"]), 2),
         "overhead_ratio": round(p50 / lb, 2) if lb else None,
         "mcp_calls_per_alarm": round(calls / n, 2),
         "cpu_ms_per_alarm": meters["memory"].per_alarm_ms(n),

@@ -334,29 +334,11 @@ def open_checkpointer(spec: str | Path | None):
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
         return _postgres(AsyncPostgresSaver, str(spec))
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from sopgraph.graphs.sqlite_saver import open_sqlite_saver
 
     path = Path(spec) if spec else default_checkpoint_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    return _sqlite(AsyncSqliteSaver, str(path))
-
-
-class _sqlite:
-    """The SQLite saver in WAL mode with ``synchronous=NORMAL``: a commit is not fsynced, so it
-    survives a killed process (kill -9: the OS holds the written pages), not a power loss; with
-    the default FULL every checkpoint write waits for the disk."""
-
-    def __init__(self, cls: Any, path: str):
-        self.cm = cls.from_conn_string(path)
-
-    async def __aenter__(self):
-        saver = await self.cm.__aenter__()
-        await saver.setup()
-        await saver.conn.execute("PRAGMA synchronous=NORMAL")
-        return saver
-
-    async def __aexit__(self, *exc: object):
-        return await self.cm.__aexit__(*exc)
+    return open_sqlite_saver(str(path))
 
 
 class _postgres:
