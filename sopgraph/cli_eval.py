@@ -184,6 +184,16 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
     return 0 if all(f.get("failed", 0) == 0 for f in figures.values() if isinstance(f, dict)) else 1
 
 
+def _workers(text: str) -> int:
+    """``--workers``: 0 (skip the worker figures) or more."""
+    if text.strip() == "0":
+        return 0
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 0 or a whole number above it") from None
+
+
 _ARCH_HELP = "direct: compiled tools (default); subagent or codeact: needs SOPGRAPH_MODEL"
 
 
@@ -242,7 +252,7 @@ def add_commands(sub: Any) -> None:
     )
     bt.add_argument(
         "--workers",
-        type=lambda t: 0 if t.strip() == "0" else positive_int(t),
+        type=_workers,
         default=2,
         help="time 1..N worker processes sharing a SQLite checkpoint store (default 2; 0: skip)",
     )
