@@ -37,7 +37,7 @@ system-deps:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q postgresql; }
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
 
-STUDIO_PORT ?= $(shell $(PY) -c 'from sopgraph.nodes.local_llm import free_port; print(free_port())' 2>/dev/null)
+STUDIO_PORT ?= $(shell $(PY) -c 'from sopgraph.nodes.ports import free_port; print(free_port())' 2>/dev/null)
 # LangGraph Studio's dev server, offline, on loopback.
 studio: install
 	$(VENV)/bin/langgraph dev --host 127.0.0.1 --port $(STUDIO_PORT) --no-browser --allow-blocking

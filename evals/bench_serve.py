@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,8 +28,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.latency import percentile
 from sopgraph.graphs.loader import load_sop
 from sopgraph.nodes.mcp_client import home_dir
+from sopgraph.nodes.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 TRIAGE_SOP = EXAMPLES / "fc_alarm_triage"
@@ -60,15 +60,6 @@ class ServeBench(BaseModel):
     # the server keeps its sessions open across runs (None: the server was not ours to inspect).
     mcp_processes: dict[str, int] | None = None
     errors: list[str] = []
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (``q`` in 0..100): a latency some run actually had."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def triage_inputs(home: Path, n: int, gated_share: float = GATED_SHARE) -> list[dict[str, Any]]:
@@ -189,12 +180,6 @@ def _summary(
         mcp_processes=processes,
         errors=sorted(set(failures))[:5],
     ).model_dump()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def wait_listening(proc: subprocess.Popen, port: int, timeout: float = 90.0) -> None:

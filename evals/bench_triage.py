@@ -1,38 +1,44 @@
-"""``sopgraph bench triage``: per-alarm latency and throughput of compiled-tool triage.
+"""``sopgraph bench triage``: per-alarm latency, throughput and CPU of compiled-tool triage.
 
-Measured side by side in one run: (1) each alarm alone through LangGraph and the real MCP
-servers over stdio (p50/p99), (2) the same alarms with concurrency (alarms/s), and (3) the
-lower bound: the same tools called in-process against the same stores, walking the SOP in
-plain Python with neither LangGraph nor an MCP transport. ``overhead_ratio`` is (1)/(3).
+Everything is measured side by side in one run, interleaved so that a change in the machine's
+load touches every figure alike: (1) each alarm alone through LangGraph and the real MCP
+servers over stdio (p50/p99), next to (2) the lower bound, the same tools called in-process
+against the same stores walking the SOP in plain Python, and (3) the same graph on the SDK's
+MCP client instead of the lean one; then batches at ``concurrency`` with checkpoints in memory
+and in a durable SQLite file, in alternating chunks; then worker processes sharing a SQLite
+checkpoint store (``graphs.workers``). ``overhead_ratio`` is (1)/(2) at p50.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from sopgraph.evals.fc_triage.dataset import Scenario
 from sopgraph.evals.in_process_mcp import InProcessMcp
 from sopgraph.evals.triage_eval import run_tokens
+from sopgraph.graphs import eventloop
 from sopgraph.graphs.compiler import entry_nodes
+from sopgraph.graphs.latency import percentile
 from sopgraph.graphs.model import Node
 from sopgraph.graphs.routing import fired_children
 from sopgraph.graphs.runner import Session
 from sopgraph.graphs.services import Services
 from sopgraph.graphs.topology import awalk
+from sopgraph.graphs.workers import run_workers
+from sopgraph.nodes.mcp_client import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import as_verdict
 
+WARMUP = 10  # alarms through every path before timing: imports, server caches, DuckDB pages
 
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    xs = sorted(values)
-    k = min(len(xs) - 1, max(0, round(q / 100 * (len(xs) - 1))))
-    return xs[k]
+Progress = Callable[[str, int, int], None]
 
 
 async def plain_traverse(services: Services, inp: dict[str, Any]) -> list[str]:
@@ -52,68 +58,210 @@ async def plain_traverse(services: Services, inp: dict[str, Any]) -> list[str]:
     return await awalk(sop, entry_nodes(sop, inp), decide)
 
 
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of a live process (Linux ``/proc``; None elsewhere)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds spent by this process and by the pool's MCP server processes."""
+
+    def __init__(self, pool: Any):
+        self.pids: dict[str, int] = pool.pids() if hasattr(pool, "pids") else {}
+        self.main = 0.0
+        self.servers: dict[str, float] = dict.fromkeys(self.pids, 0.0)
+
+    def _now(self) -> tuple[float, dict[str, float | None]]:
+        return time.process_time(), {n: cpu_seconds(p) for n, p in self.pids.items()}
+
+    async def measure(self, work: Awaitable[Any]) -> Any:
+        main0, srv0 = self._now()
+        try:
+            return await work
+        finally:
+            main1, srv1 = self._now()
+            self.main += main1 - main0
+            for n, v in srv1.items():
+                if v is not None and srv0[n] is not None:
+                    self.servers[n] += v - srv0[n]
+
+    def per_alarm_ms(self, n: int) -> dict[str, Any]:
+        servers = {k: round(v / n * 1000, 2) for k, v in self.servers.items()}
+        main = round(self.main / n * 1000, 2)
+        total = sum(self.servers.values()) / n * 1000
+        return {
+            "main": main,
+            "servers": servers,
+            "servers_total": round(total, 2),
+            "total": round(main + total, 2),
+        }
+
+
+async def _timed(work: Awaitable[Any]) -> tuple[Any, float, float]:
+    cpu, start = time.process_time(), time.perf_counter()
+    result = await work
+    return result, (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
+
+
+async def _batch(session: Session, scenarios: list[Scenario], concurrency: int) -> None:
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(sc: Scenario) -> None:
+        async with sem:
+            await session.run(sc.input)
+
+    await asyncio.gather(*(one(sc) for sc in scenarios))
+
+
+def _summary(ms: list[float], cpu_ms: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(percentile(ms, 50), 2),
+        "p99_ms": round(percentile(ms, 99), 2),
+        "cpu_ms_per_alarm": round(statistics.fmean(cpu_ms), 2),
+    }
+
+
 async def bench_triage(
     sop_dir: Path,
     scenarios: list[Scenario],
     *,
     concurrency: int = 8,
     checkpoint: str = "memory",
+    durable: str | None = None,
+    workers: int = 2,
     arch: str = "direct",
     model: Any = None,
     lm: Any = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the three measurements on ``scenarios`` and return the figures."""
+    """Run the measurements on ``scenarios`` and return the figures.
+
+    ``durable`` is the checkpoint store of the durable batch and of the workers (default a
+    SQLite file in a temporary folder); ``workers`` the most worker processes to time (0: none).
+    """
     tick = progress or (lambda phase, i, n: None)
     n = len(scenarios)
-    latencies: list[float] = []
+    load_start = os.getloadavg()[0]
+    tmp = tempfile.TemporaryDirectory(prefix="sopgraph-bench-")
+    durable = durable or str(Path(tmp.name) / "checkpoints.sqlite")
+    kw = {"approval": "approve", "arch": arch, "model": model, "lm": lm}
+    lat: dict[str, list[float]] = {"lean": [], "sdk": [], "floor": []}
+    cpu: dict[str, list[float]] = {"lean": [], "sdk": [], "floor": []}
     tokens = 0
-    async with Session(
-        sop_dir, checkpoint=checkpoint, approval="approve", arch=arch, model=model, lm=lm
-    ) as session:
-        await session.run(scenarios[0].input)  # warm: imports, server caches
-        for i, sc in enumerate(scenarios):
-            start = time.perf_counter()
-            result = await session.run(sc.input)
-            latencies.append((time.perf_counter() - start) * 1000)
-            tokens += run_tokens(result)
-            tick("sequential", i + 1, n)
-        sem = asyncio.Semaphore(concurrency)
-        done = 0
-
-        async def one(sc: Scenario) -> None:
-            nonlocal done
-            async with sem:
-                await session.run(sc.input)
-            done += 1
-            tick("concurrent", done, n)
-
-        start = time.perf_counter()
-        await asyncio.gather(*(one(sc) for sc in scenarios))
-        wall = time.perf_counter() - start
+    async with AsyncExitStack() as stack:
+        session = await stack.enter_async_context(Session(sop_dir, checkpoint=checkpoint, **kw))
+        sdk_pool = McpPool(load_server_configs(sop_dir), client="sdk")
+        sdk = await stack.enter_async_context(
+            Session(sop_dir, checkpoint=checkpoint, mcp_pool=sdk_pool, **kw)
+        )
+        stored = await stack.enter_async_context(
+            Session(sop_dir, checkpoint=durable, mcp_pool=session.pool, **kw)
+        )
         services = session.services
+        inproc = InProcessMcp(sop_dir)
+        floor = Services(**{**services.__dict__, "mcp": inproc, "log": None})
+        paths: dict[str, Callable[[Scenario], Awaitable[Any]]] = {
+            "lean": lambda sc: session.run(sc.input),
+            "sdk": lambda sc: sdk.run(sc.input),
+            "floor": lambda sc: plain_traverse(floor, sc.input),
+        }
+        for sc in scenarios[:WARMUP]:
+            for run in (*paths.values(), lambda sc: stored.run(sc.input)):
+                await run(sc)
+        eventloop.freeze_heap()
 
-    lower: list[float] = []
-    inproc = InProcessMcp(sop_dir)
-    floor = Services(**{**services.__dict__, "mcp": inproc, "log": None})
-    await plain_traverse(floor, scenarios[0].input)
-    for i, sc in enumerate(scenarios):
-        start = time.perf_counter()
-        await plain_traverse(floor, sc.input)
-        lower.append((time.perf_counter() - start) * 1000)
-        tick("lower bound", i + 1, n)
-    p50, lb = percentile(latencies, 50), percentile(lower, 50)
+        calls0, floor_calls0 = session.pool.calls, inproc.calls
+        order = list(paths)
+        sequential = CpuMeter(session.pool)  # the graph path's main process and servers
+        for i, sc in enumerate(scenarios):
+            for name in order:
+                work = _timed(paths[name](sc))
+                result, ms, cpu_ms = await (sequential.measure(work) if name == "lean" else work)
+                lat[name].append(ms)
+                cpu[name].append(cpu_ms)
+                if name == "lean":
+                    tokens += run_tokens(result)
+            order.reverse()  # neither path always goes first
+            tick("sequential, side by side", i + 1, n)
+        calls, floor_calls = session.pool.calls - calls0, inproc.calls - floor_calls0
+
+        # in-memory and durable batches in alternating chunks, so drifting load hits both
+        meters = {"memory": CpuMeter(session.pool), "durable": CpuMeter(session.pool)}
+        walls = {"memory": 0.0, "durable": 0.0}
+        batches = {"memory": session, "durable": stored}
+        chunk = max(4 * concurrency, 20)
+        for k, lo in enumerate(range(0, n, chunk)):
+            part = scenarios[lo : lo + chunk]
+            for name in ("memory", "durable") if k % 2 == 0 else ("durable", "memory"):
+                start = time.perf_counter()
+                await meters[name].measure(_batch(batches[name], part, concurrency))
+                walls[name] += time.perf_counter() - start
+            tick("concurrent, memory and durable", min(lo + chunk, n), n)
+
+    sizes = list(range(1, workers + 1))
+    per_workers: dict[str, float] = {}
+    for w in sizes:
+        tick(f"{w} worker processes", 0, 1)
+        batch = await asyncio.to_thread(
+            run_workers,
+            sop_dir,
+            [sc.input for sc in scenarios],
+            workers=w,
+            checkpoint=durable,
+            concurrency=concurrency,
+        )
+        per_workers[str(w)] = round(batch.alarms_per_s, 1)
+        tick(f"{w} worker processes", 1, 1)
+    tmp.cleanup()
+    floor = inproc = None  # its DuckDB connections close before the heap thaws
+    eventloop.thaw_heap()
+
+    p50, lb = percentile(lat["lean"], 50), percentile(lat["floor"], 50)
+    floor_cpu = statistics.fmean(cpu["floor"])
+    aps = {k: n / v for k, v in walls.items()}
     return {
         "alarms": n,
         "arch": arch,
         "checkpoint": checkpoint,
         "p50_ms": round(p50, 2),
-        "p99_ms": round(percentile(latencies, 99), 2),
-        "mean_ms": round(statistics.fmean(latencies), 2),
+        "p99_ms": round(percentile(lat["lean"], 99), 2),
+        "mean_ms": round(statistics.fmean(lat["lean"]), 2),
+        "p99_over_p50": round(percentile(lat["lean"], 99) / p50, 2),
         "concurrency": concurrency,
-        "alarms_per_s": round(n / wall, 1),
+        "alarms_per_s": round(aps["memory"], 1),
         "lower_bound_p50_ms": round(lb, 3),
-        "lower_bound_p99_ms": round(percentile(lower, 99), 3),
+        "lower_bound_p99_ms": round(percentile(lat["floor"], 99), 3),
+        "lower_bound_cpu_ms_per_alarm": round(floor_cpu, 2),
         "overhead_ratio": round(p50 / lb, 2) if lb else None,
+        # the same comparison in CPU time (main process and servers against the in-process
+        # floor): what a loaded machine's run queue does not stretch
+        "overhead_ratio_cpu": round(sequential.per_alarm_ms(n)["total"] / floor_cpu, 2),
+        "mcp_calls_per_alarm": round(calls / n, 2),
+        "lower_bound_mcp_calls_per_alarm": round(floor_calls / n, 2),
+        "cpu_ms_per_alarm": meters["memory"].per_alarm_ms(n),
+        "durable": {
+            "checkpoint": durable if durable.startswith("postgres") else "sqlite (WAL)",
+            "alarms_per_s": round(aps["durable"], 1),
+            "vs_memory": round(aps["durable"] / aps["memory"], 2),
+            "cpu_ms_per_alarm": meters["durable"].per_alarm_ms(n),
+        },
+        "mcp_client": {
+            "lean": _summary(lat["lean"], cpu["lean"]),
+            "sdk": _summary(lat["sdk"], cpu["sdk"]),
+        },  # fmt: skip
+        "workers_alarms_per_s": per_workers,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_avg_1m_start": round(load_start, 2),
+            "load_avg_1m_end": round(os.getloadavg()[0], 2),
+            "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
+        },
         "llm_tokens_per_alarm": round(tokens / n, 1),
     }

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from pg_cluster import free_port
+from sopgraph.nodes.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"

@@ -213,7 +213,8 @@ def compile_sop(sop: Sop, services: Services, checkpointer: Any = None, name: st
 
     entries = list(dict.fromkeys(n for ids in sop.entry.values() for n in ids))
 
-    def route_entry(state: RunState) -> list[str]:
+    # async: LangGraph runs a sync router in its thread pool, one thread hop per run
+    async def route_entry(state: RunState) -> list[str]:
         return entry_nodes(sop, state.get("input") or {})
 
     builder.add_conditional_edges(START, route_entry, entries)

@@ -191,17 +191,21 @@ class Session:
 
     async def _drive(
         self, payload: Any, config: dict[str, Any], on_step: StepCallback | None
-    ) -> None:
+    ) -> dict[str, Any] | None:
+        """Run the supersteps; the final state (with ``__interrupt__``) when ainvoke gave it."""
+        # Checkpoints in memory die with the process: writing one per superstep buys nothing.
+        durability = "exit" if str(self.checkpoint) == "memory" else "sync"
         if on_step is None:
-            await self.graph.ainvoke(payload, config, durability="sync")
-            return
+            final = await self.graph.ainvoke(payload, config, durability=durability)
+            return final if isinstance(final, dict) else None
         # Streaming updates runs the same supersteps as ainvoke and yields each node's update.
         async for chunk in self.graph.astream(
-            payload, config, stream_mode="updates", durability="sync"
+            payload, config, stream_mode="updates", durability=durability
         ):
             for node, update in chunk.items():
                 if node != "__interrupt__" and update:
                     await on_step(node, update)
+        return None
 
     async def run(
         self,
@@ -214,10 +218,13 @@ class Session:
 
         ``on_step(node_id, update)`` is awaited after each node that changed the run state.
         """
-        thread_id = thread_id or uuid.uuid4().hex[:12]
+        # A thread id made here has no checkpoint to look up; 80 random bits keep it unique in a
+        # checkpoint store that many workers share (48 would collide about once in 17M runs).
+        fresh = thread_id is None
+        thread_id = thread_id or uuid.uuid4().hex[:20]
         config = self._config(thread_id, approval)
-        snapshot = await self.graph.aget_state(config)
-        if snapshot.values:
+        snapshot = None if fresh else await self.graph.aget_state(config)
+        if snapshot is not None and snapshot.values:
             if snapshot.next and not snapshot.interrupts:
                 return await self._invoke(None, config, on_step, "continue", snapshot)
             return await self.result(thread_id, stored=True)
@@ -273,19 +280,29 @@ class Session:
             traceparent = current_traceparent()
             if traceparent:
                 config = {**config, "metadata": {"traceparent": traceparent}}
-            await self._drive(payload, config, on_step)
-            result = await self.result(thread_id, resumed=invocation == "continue")
+            final = await self._drive(payload, config, on_step)
+            result = await self.result(thread_id, resumed=invocation == "continue", final=final)
             record_run(span, result.status, result.input, result.path)
         return result
 
     async def result(
-        self, thread_id: str, resumed: bool = False, stored: bool = False
+        self,
+        thread_id: str,
+        resumed: bool = False,
+        stored: bool = False,
+        final: dict[str, Any] | None = None,
     ) -> RunResult:
-        snapshot = await self.graph.aget_state(self._config(thread_id))
-        values = snapshot.values or {}
+        """The run on ``thread_id``, read from its checkpoint, or from ``final``: the state the
+        graph invocation returned (that saves reading back what was just written)."""
+        if final is None:
+            snapshot = await self.graph.aget_state(self._config(thread_id))
+            values, pending = snapshot.values or {}, snapshot.interrupts
+        else:
+            values = dict(final)
+            pending = values.pop("__interrupt__", ())
         interrupts = [
             {"id": i.id, **(i.value if isinstance(i.value, dict) else {"value": i.value})}
-            for i in snapshot.interrupts
+            for i in pending
         ]
         unresolved = values.get("unresolved") or {}
         status = "interrupted" if interrupts else ("unresolved" if unresolved else "done")
@@ -317,11 +334,11 @@ def open_checkpointer(spec: str | Path | None):
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
         return _postgres(AsyncPostgresSaver, str(spec))
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from sopgraph.graphs.sqlite_saver import open_sqlite_saver
 
     path = Path(spec) if spec else default_checkpoint_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    return AsyncSqliteSaver.from_conn_string(str(path))
+    return open_sqlite_saver(str(path))
 
 
 class _postgres:

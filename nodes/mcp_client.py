@@ -1,8 +1,8 @@
 """A pool of open MCP client sessions that tools and sub-agents call during a run or a batch.
 
-Starting a stdio server costs ~0.5 s and a call on an open session ~3 ms, so the pool opens
-every server once and keeps the sessions for its lifetime. One background task owns the
-sessions: anyio cancel scopes must be exited by the task that entered them.
+Starting a stdio server costs ~0.5 s, so the pool opens every server once and keeps the
+sessions for its lifetime. One background task owns the sessions: anyio cancel scopes must be
+exited by the task that entered them.
 """
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ import asyncio
 import json
 import os
 import sys
-import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import yaml
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from mcp.types import Tool
 from pydantic import BaseModel, ConfigDict, Field
 
 from sopgraph.graphs.telemetry import mcp_meta, mcp_span
+from sopgraph.nodes.mcp_stdio import StdioClient, StdioError
 
 
 class McpError(Exception):
@@ -70,14 +70,14 @@ def load_server_configs(sop_dir: Path) -> dict[str, ServerConfig]:
     return out
 
 
-def parse_result(result: Any) -> Any:
-    """The JSON value of a ``CallToolResult``: structured content, else parsed text."""
-    if getattr(result, "structuredContent", None) is not None:
-        sc = result.structuredContent
+def parse_result(result: dict[str, Any]) -> Any:
+    """The JSON value of a ``tools/call`` result: structured content, else parsed text."""
+    sc = result.get("structuredContent")
+    if sc is not None:
         if isinstance(sc, dict) and set(sc) == {"result"}:
             return sc["result"]
         return sc
-    texts = [c.text for c in result.content if getattr(c, "type", "") == "text"]
+    texts = [c.get("text", "") for c in result.get("content") or [] if c.get("type") == "text"]
     if not texts:
         return None
     joined = texts[0] if len(texts) == 1 else "\n".join(texts)
@@ -87,23 +87,42 @@ def parse_result(result: Any) -> Any:
         return joined
 
 
+def _connection(cfg: ServerConfig) -> dict[str, Any]:
+    """The adapter's connection dict (``MultiServerMCPClient``) for one server."""
+    if cfg.url:
+        return {"transport": "streamable_http", "url": cfg.url}
+    return {
+        "transport": "stdio",
+        "command": cfg.command or sys.executable,
+        "args": cfg.args,
+        "env": {**os.environ, **cfg.env},
+        "cwd": cfg.cwd,
+    }
+
+
 class McpPool:
     """Open sessions to named MCP servers; ``await pool.call(server, tool, args)``.
+
+    stdio servers are reached through the lean client (``nodes.mcp_stdio``) unless
+    ``client="sdk"``; HTTP servers, and every server with ``client="sdk"``, through
+    langchain-mcp-adapters' ``MultiServerMCPClient.session()`` (the SDK's ``ClientSession``).
 
     Example:
         >>> async with McpPool(load_server_configs(Path("examples/service_interruption"))) as mcp:
         ...     await mcp.call("customer_service", "authenticate_customer", {"case_id": "c1"})
     """
 
-    def __init__(self, servers: dict[str, ServerConfig]):
+    def __init__(self, servers: dict[str, ServerConfig], client: str = "lean"):
+        if client not in ("lean", "sdk"):
+            raise ValueError(f"MCP client must be lean or sdk, not {client!r}")
         self.servers = servers
-        self.sessions: dict[str, ClientSession] = {}
+        self.client = client
+        self.sessions: dict[str, Any] = {}  # ClientSession, or StdioClient on the lean path
         self.calls = 0
         self._owner: asyncio.Task | None = None
         self._ready: asyncio.Future | None = None
         self._stop: asyncio.Event | None = None
-        self._lock: asyncio.Lock | None = None
-        self._errlogs: dict[str, Any] = {}
+        self._lean: dict[str, StdioClient] = {}
 
     async def __aenter__(self) -> McpPool:
         await self.start()
@@ -122,26 +141,17 @@ class McpPool:
         self._owner = loop.create_task(self._own())
         await asyncio.shield(self._ready)
 
-    async def _open(self, stack: AsyncExitStack, name: str, cfg: ServerConfig) -> ClientSession:
-        if cfg.url:
-            from mcp.client.streamable_http import streamablehttp_client
-
-            read, write, _ = await stack.enter_async_context(streamablehttp_client(cfg.url))
-        else:
-            params = StdioServerParameters(
-                command=cfg.command or sys.executable,
-                args=cfg.args,
-                env={**os.environ, **cfg.env},
-                cwd=cfg.cwd,
+    async def _open(self, stack: AsyncExitStack, name: str, cfg: ServerConfig) -> Any:
+        if cfg.url is None and self.client == "lean":
+            lean = StdioClient(
+                cfg.command or sys.executable, cfg.args, _connection(cfg)["env"], cfg.cwd
             )
-            # the server's stderr, kept so that a server that fails to start can say why
-            errlog = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by the exit stack
-            stack.callback(errlog.close)
-            self._errlogs[name] = errlog
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-        session = await stack.enter_async_context(ClientSession(read, write))
-        await session.initialize()
-        return session
+            self._lean[name] = lean
+            stack.push_async_callback(lean.close)
+            await lean.start()
+            return lean
+        adapter = MultiServerMCPClient({name: _connection(cfg)})
+        return await stack.enter_async_context(adapter.session(name))
 
     async def _own(self) -> None:
         try:
@@ -150,7 +160,8 @@ class McpPool:
                     for name, cfg in self.servers.items():
                         self.sessions[name] = await self._open(stack, name, cfg)
                 except Exception as exc:  # noqa: BLE001 - reported to the caller of start()
-                    why = self._last_error_line(name) or str(exc) or type(exc).__name__
+                    lean = self._lean.get(name)
+                    why = (lean.last_error_line() if lean else "") or _message(exc)
                     self._ready.set_exception(McpError(f"cannot start MCP server '{name}': {why}"))
                     return
                 self._ready.set_result(None)
@@ -160,14 +171,9 @@ class McpPool:
             if not self._ready.done():
                 self._ready.set_exception(McpError("MCP pool stopped before it was ready"))
 
-    def _last_error_line(self, name: str) -> str:
-        log = self._errlogs.get(name)
-        if log is None or log.closed:
-            return ""
-        log.flush()
-        log.seek(0)
-        lines = [ln.strip() for ln in log.read().splitlines() if ln.strip()]
-        return lines[-1].removeprefix("error: ") if lines else ""
+    def pids(self) -> dict[str, int]:
+        """Process ids of the stdio servers on the lean path (for CPU accounting)."""
+        return {n: c.pid for n, c in self._lean.items() if c.pid is not None}
 
     async def close(self) -> None:
         if self._owner is None:
@@ -179,26 +185,48 @@ class McpPool:
             pass
         self._owner = None
 
-    async def call(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
-        """Call ``tool`` on ``server`` and return its parsed JSON result."""
-        if self._owner is None:
-            await self.start()
+    def _session(self, server: str) -> Any:
         session = self.sessions.get(server)
         if session is None:
             known = ", ".join(sorted(self.sessions)) or "none"
             raise McpError(f"unknown MCP server '{server}' (configured: {known})")
+        return session
+
+    async def call(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
+        """Call ``tool`` on ``server`` and return its parsed JSON result."""
+        if self._owner is None:
+            await self.start()
+        session = self._session(server)
         self.calls += 1
         transport = "tcp" if self.servers[server].url else "pipe"
         with mcp_span(server, tool, transport) as span:
             # the trace context rides in params._meta so a traced server can join the trace
-            result = await session.call_tool(tool, args or {}, meta=mcp_meta())
-            if result.isError:
+            if isinstance(session, StdioClient):
+                try:
+                    result = await session.call_tool(tool, args or {}, meta=mcp_meta())
+                except StdioError as exc:
+                    why = session.last_error_line() if session._gone else ""
+                    raise McpError(f"{server}.{tool} failed: {why or exc}") from None
+            else:
+                raw = await session.call_tool(tool, args or {}, meta=mcp_meta())
+                result = raw.model_dump(by_alias=True, exclude_none=True)
+            if result.get("isError"):
                 span.set_attribute("error.type", "tool_error")
-                text = " ".join(getattr(c, "text", "") for c in result.content)
+                text = " ".join(c.get("text", "") for c in result.get("content") or [])
                 raise McpError(f"{server}.{tool} failed: {text.strip()}")
         return parse_result(result)
 
-    async def list_tools(self, server: str) -> list[Any]:
+    async def list_tools(self, server: str) -> list[Tool]:
         if self._owner is None:
             await self.start()
-        return (await self.sessions[server].list_tools()).tools
+        session = self._session(server)
+        if isinstance(session, StdioClient):
+            return await session.list_tools()
+        return (await session.list_tools()).tools
+
+
+def _message(exc: BaseException) -> str:
+    # anyio task groups wrap the cause of a failed start in an ExceptionGroup
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return str(exc) or type(exc).__name__

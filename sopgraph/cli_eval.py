@@ -142,6 +142,7 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
 
     check_checkpoint(args.checkpoint)
     from sopgraph.evals.bench_triage import bench_triage
+    from sopgraph.graphs import eventloop
 
     models = _models(args.arch)
     scenarios = _scenarios(_world(), "all", args.alarms)
@@ -153,12 +154,13 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
                 tasks[phase] = bar.add_task(phase, total=n)
             bar.update(tasks[phase], completed=i)
 
-        figures = asyncio.run(
+        figures = eventloop.run(
             bench_triage(
                 TRIAGE_SOP,
                 scenarios,
                 concurrency=args.concurrency,
                 checkpoint=args.checkpoint,
+                workers=args.workers,
                 arch=args.arch,
                 model=models.chat,
                 lm=models.lm,
@@ -180,6 +182,16 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
     print(json.dumps(figures, indent=2) if args.json else
           "\n".join(f"{k}: {v}" for k, v in figures.items()))  # fmt: skip
     return 0 if all(f.get("failed", 0) == 0 for f in figures.values() if isinstance(f, dict)) else 1
+
+
+def _workers(text: str) -> int:
+    """``--workers``: 0 (skip the worker figures) or more."""
+    if text.strip() == "0":
+        return 0
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 0 or a whole number above it") from None
 
 
 _ARCH_HELP = "direct: compiled tools (default); subagent or codeact: needs SOPGRAPH_MODEL"
@@ -237,6 +249,12 @@ def add_commands(sub: Any) -> None:
     )
     bt.add_argument(
         "--arch", choices=["direct", "subagent", "codeact"], default="direct", help=_ARCH_HELP
+    )
+    bt.add_argument(
+        "--workers",
+        type=_workers,
+        default=2,
+        help="time 1..N worker processes sharing a SQLite checkpoint store (default 2; 0: skip)",
     )
     bt.add_argument("--json", action="store_true", help="print the figures as JSON")
     bt.set_defaults(fn=cmd_bench_triage)

@@ -14,11 +14,11 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sopgraph.evals.bench_triage import percentile
 from sopgraph.evals.fc_triage.build import build_world
 from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.evals.triage_eval import compare
 from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.latency import percentile
 from sopgraph.graphs.runner import Session
 from sopgraph.html_report import write_report
 from sopgraph.nodes.mcp_client import home_dir

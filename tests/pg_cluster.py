@@ -16,11 +16,12 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from sopgraph.nodes.ports import free_port
 
 INSTALL_HINT = "install it with `apt-get update && apt-get install -y postgresql`"
 PG_ROOT = Path("/usr/lib/postgresql")  # where Debian's packages put each major version
@@ -59,12 +60,6 @@ def find_bindir() -> Path:
             f"PostgreSQL is not installed (no {PG_ROOT}/*/bin/initdb); {INSTALL_HINT}"
         )
     return max(found)[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PgCluster:

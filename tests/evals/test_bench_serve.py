@@ -11,11 +11,11 @@ from sopgraph.evals.bench_serve import (
     TRIAGE_SOP,
     bench_mcp,
     default_inputs,
-    percentile,
     timed_runs,
     triage_inputs,
 )
 from sopgraph.evals.fc_triage.dataset import load_scenarios
+from sopgraph.graphs.latency import percentile
 from sopgraph.graphs.loader import load_sop
 
 TRIAGE_SERVERS = {"conveyance_warehouse": 1, "ops_store": 1, "robotics_metrics": 1}

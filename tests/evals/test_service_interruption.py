@@ -35,6 +35,7 @@ from sopgraph.evals.service_interruption import (
 )
 from sopgraph.graphs.runner import run_sop
 from sopgraph.mcp_servers.customer_service import World, build_server, load_cases
+from sopgraph.nodes.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ["ServiceInterruptionHandle", "authenticate_customer"]
@@ -127,14 +128,8 @@ async def test_server_returns_scripted_outcomes_and_logs_calls(tmp_path):
     assert read_call_log(tmp_path / "calls.jsonl") == {"leaf_01": called}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_server_over_streamable_http():
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "sopgraph.mcp_servers.customer_service", "--cases", str(CASES)]
     proc = subprocess.Popen(
         [*cmd, "--transport", "streamable-http", "--port", str(port)],

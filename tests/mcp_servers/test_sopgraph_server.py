@@ -22,6 +22,7 @@ from sop_factory import make_sop
 
 from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.graphs.loader import load_sop
+from sopgraph.nodes.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 TRIAGE = "fc_outbound_dock_triage"
@@ -263,15 +264,9 @@ async def test_stdio_triage_alarm_pauses_and_resumes_approved(fc_world, fc_home,
     assert action["status"] == "executed"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def http_server(server_env):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,

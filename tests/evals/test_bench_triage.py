@@ -1,0 +1,50 @@
+"""``bench triage`` as a function: every figure present, the lower bound doing the same calls."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from fc_world import fc_home, fc_world  # noqa: F401
+
+from sopgraph.evals.bench_triage import bench_triage, plain_traverse
+from sopgraph.evals.fc_triage.dataset import load_scenarios
+from sopgraph.examples import EXAMPLES
+
+SOP = EXAMPLES / "fc_alarm_triage"
+
+
+@pytest.fixture
+def scenarios(fc_world, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("SOPGRAPH_HOME", str(fc_world.root.parent))
+    return load_scenarios(fc_world.scenarios)[:12]
+
+
+@pytest.mark.slow
+async def test_figures_side_by_side(scenarios):
+    out = await bench_triage(SOP, scenarios, concurrency=4, workers=1)
+    assert out["alarms"] == 12 and out["llm_tokens_per_alarm"] == 0
+    # the floor calls the same tools with the same arguments: as many MCP calls per alarm
+    assert out["mcp_calls_per_alarm"] > 0
+    assert out["mcp_calls_per_alarm"] == out["lower_bound_mcp_calls_per_alarm"]
+    cpu = out["cpu_ms_per_alarm"]
+    assert set(cpu["servers"]) == {"robotics", "conveyance", "ops"}
+    assert cpu["main"] > 0 and math.isclose(cpu["total"], cpu["main"] + cpu["servers_total"])
+    assert out["overhead_ratio_cpu"] > 0
+    assert out["durable"]["alarms_per_s"] > 0 and out["durable"]["vs_memory"] > 0
+    assert set(out["mcp_client"]) == {"lean", "sdk"}
+    assert set(out["workers_alarms_per_s"]) == {"1"}
+    assert out["machine"]["event_loop"] == "asyncio"  # pytest-asyncio's loop; the CLI runs uvloop
+    assert out["machine"]["cpus"] >= 1
+
+
+async def test_plain_traverse_walks_the_path_the_graph_takes(scenarios):
+    from sopgraph.evals.in_process_mcp import InProcessMcp
+    from sopgraph.graphs.runner import Session
+    from sopgraph.graphs.services import Services
+
+    async with Session(SOP, checkpoint="memory", approval="approve") as session:
+        floor = Services(**{**session.services.__dict__, "mcp": InProcessMcp(SOP), "log": None})
+        for sc in scenarios:
+            result = await session.run(sc.input)
+            assert sorted(await plain_traverse(floor, sc.input)) == sorted(result.path)
