@@ -93,9 +93,7 @@ async def run_timeline(
             async with sem:
                 result = await session.run(sc.input, thread_id=sc.alarm_id)
                 if shadow is not None:
-                    versions = {
-                        s["node"]: s.get("version") for s in result.trail if "node" in s
-                    }
+                    versions = {s["node"]: s.get("version") for s in result.trail if "node" in s}
                     found = await shadow.compare(i, sc.input, result.verdicts, versions, pool)
                     discrepancies.extend(d.model_dump() for d in found)
             if on_alarm:

@@ -11,7 +11,11 @@ from sopgraph.tools.kit import Window, as_number, selector, sql, sql_time
 
 def test_windows_and_times():
     w = Window.ending("2025-03-10T12:00:00+02:00", minutes=15)
-    assert (w.sql_start, w.sql_end, w.promql) == ("2025-03-10 09:45:00", "2025-03-10 10:00:00", "15m")
+    assert (w.sql_start, w.sql_end, w.promql) == (
+        "2025-03-10 09:45:00",
+        "2025-03-10 10:00:00",
+        "15m",
+    )
     assert sql_time("2025-03-10T10:00:00") == "2025-03-10 10:00:00"
     assert Window.ending("2025-03-10T12:00:00Z", 0.5).promql == "30s"
 

@@ -16,12 +16,27 @@ def _log(tmp_path, drift_at: int | None, n: int = 600):
         if drift_at is not None and i >= drift_at:
             idle /= 100  # percent served as a fraction
         value = "true" if idle > 25 else "false"
-        log.record(run_id=f"a{i}", node="obs_idle", tool="obs_idle", version=1, inputs={},
-                   output={"value": value, "observed": round(idle, 4)}, latency_ms=1, error=None)
+        log.record(
+            run_id=f"a{i}",
+            node="obs_idle",
+            tool="obs_idle",
+            version=1,
+            inputs={},
+            output={"value": value, "observed": round(idle, 4)},
+            latency_ms=1,
+            error=None,
+        )
         state = rng.choice(["running", "running", "fault"])
-        log.record(run_id=f"a{i}", node="rc_fault", tool="rc_fault", version=1, inputs={},
-                   output={"value": "true" if state == "fault" else "false",
-                           "observed": {"state": state}}, latency_ms=1, error=None)
+        log.record(
+            run_id=f"a{i}",
+            node="rc_fault",
+            tool="rc_fault",
+            version=1,
+            inputs={},
+            output={"value": "true" if state == "fault" else "false", "observed": {"state": state}},
+            latency_ms=1,
+            error=None,
+        )
     log.close()
     return tmp_path / "inv.sqlite"
 
