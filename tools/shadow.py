@@ -49,6 +49,7 @@ class Shadow:
             path = registry.path_of(node_id, version)
             source = registry._verified_source(path, info.sha256)
             self.fns[node_id] = registry._load_run(node_id, version, info.sha256, path, source)
+        self.active = {n: registry.entry(n).active for n in candidates}
         self.calls = 0
 
     async def compare(
@@ -88,7 +89,7 @@ class Shadow:
             if value != active.value:
                 out.append(Discrepancy(
                     alarm_id=ctx.run_id, alarm=alarm_index, node=node_id,
-                    active_version=versions.get(node_id), candidate_version=self.candidates[node_id],
+                    active_version=versions.get(node_id) or self.active[node_id], candidate_version=self.candidates[node_id],
                     active=active.value, candidate=value, active_observed=active.observed,
                     candidate_observed=got.observed if got else None, candidate_error=error,
                 ))  # fmt: skip
