@@ -54,14 +54,18 @@ class Shadow:
 
     async def compare(
         self, alarm_index: int, run_input: dict[str, Any], verdicts: dict[str, Verdict],
-        versions: dict[str, int | None], mcp: Any,
+        versions: dict[str, int | None], mcp: Any, unresolved: dict[str, str] | None = None,
     ) -> list[Discrepancy]:  # fmt: skip
-        """Decide the run's candidate nodes again; the disagreements with the run."""
+        """Decide the run's candidate nodes again; the disagreements with the run.
+
+        A node the active tool could not decide (``unresolved``) counts as ``unresolved``.
+        """
+        unresolved = unresolved or {}
         out = []
         site, ts = run_input["site"], run_input["timestamp"]
         p = self.params.for_site(site)
         for node_id, fn in self.fns.items():
-            if node_id not in verdicts:
+            if node_id not in verdicts and node_id not in unresolved:
                 continue
             node = self.sop.nodes[node_id]
             parents = {
@@ -84,13 +88,15 @@ class Shadow:
                     output=got, latency_ms=(time.perf_counter() - start) * 1000, error=error,
                     executor="shadow",
                 )  # fmt: skip
-            active = verdicts[node_id]
+            active = verdicts.get(node_id)
+            active_value = active.value if active else "unresolved"
             value = got.value if got else "error"
-            if value != active.value:
+            if value != active_value:
                 out.append(Discrepancy(
                     alarm_id=ctx.run_id, alarm=alarm_index, node=node_id,
                     active_version=versions.get(node_id) or self.active[node_id], candidate_version=self.candidates[node_id],
-                    active=active.value, candidate=value, active_observed=active.observed,
+                    active=active_value, candidate=value,
+                    active_observed=active.observed if active else unresolved.get(node_id),
                     candidate_observed=got.observed if got else None, candidate_error=error,
                 ))  # fmt: skip
         return out

@@ -94,7 +94,9 @@ async def run_timeline(
                 result = await session.run(sc.input, thread_id=sc.alarm_id)
                 if shadow is not None:
                     versions = {s["node"]: s.get("version") for s in result.trail if "node" in s}
-                    found = await shadow.compare(i, sc.input, result.verdicts, versions, pool)
+                    found = await shadow.compare(
+                        i, sc.input, result.verdicts, versions, pool, result.unresolved
+                    )
                     discrepancies.extend(d.model_dump() for d in found)
             if on_alarm:
                 on_alarm()
