@@ -136,3 +136,36 @@ async def eval_triage(
         sop_dir, checkpoint="memory", approval="approve", arch=arch, model=model, lm=lm
     ) as session:
         return await triage_batch(session, scenarios, concurrency, on_result)
+
+
+def majority_baseline(sop_dir: Path, train: list[Scenario], held_out: list[Scenario]) -> float:
+    """Accuracy of a trivial triage: every node answers its most frequent training verdict."""
+    from collections import Counter
+
+    from sopgraph.evals.fc_triage.labeler import Truth
+    from sopgraph.evals.fc_triage.plant import parse_ts
+    from sopgraph.evals.fc_triage.scenarios import scenario_record, walk
+    from sopgraph.graphs.loader import load_sop
+
+    counts: dict[str, Counter] = {}
+    for sc in train:
+        for node, value in sc.verdicts.items():
+            counts.setdefault(node, Counter())[value] += 1
+
+    class Majority:
+        def label(self, node_id: str, q: Any, params: Any) -> Truth:
+            c = counts.get(node_id)
+            return Truth(c.most_common(1)[0][0] if c else "false")
+
+    sop = load_sop(sop_dir)
+    right = 0
+    for sc in held_out:
+        alarm = {"alarm_id": sc.alarm_id, "type": sc.type, "site": sc.site,
+                 "station": sc.station, "ts": parse_ts(sc.timestamp)}  # fmt: skip
+        path, verdicts, actions = walk(sop, Majority(), alarm, {})  # type: ignore[arg-type]
+        rec = scenario_record(sop, alarm, path, verdicts, actions)
+        right += all(
+            sorted(rec[k]) == sorted(getattr(sc, k))
+            for k in ("observations", "root_causes", "actions")
+        )
+    return round(right / len(held_out), 4) if held_out else 0.0

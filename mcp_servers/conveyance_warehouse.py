@@ -85,11 +85,18 @@ def build_server(db: str) -> FastMCP:
         return [{"name": n, "type": t, "nullable": bool(nl)} for n, t, nl in rows]
 
     @mcp.tool(annotations=READ_ONLY)
-    def execute_query(sql: str, page: int = 0, page_size: int = DEFAULT_PAGE_SIZE) -> dict:
+    def execute_query(
+        sql: str,
+        params: list[str | int | float | bool | None] | None = None,
+        page: int = 0,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> dict:
         """Run one read-only SELECT (DuckDB dialect) and return one page of its rows.
 
         Args:
             sql: a single SELECT or WITH ... SELECT statement; writes are refused.
+            params: values for the statement's ``?`` placeholders, in order (strings,
+                numbers, booleans or null); use them instead of quoting values into ``sql``.
             page: page number, from 0.
             page_size: rows per page, 1 to 1000.
 
@@ -100,7 +107,7 @@ def build_server(db: str) -> FastMCP:
         text = _readonly_select(sql)
         cur = con.cursor()
         try:
-            cur.execute(text)
+            cur.execute(text, params or [])
         except duckdb.Error as exc:
             raise ToolError(f"query failed: {str(exc).splitlines()[0]}") from None
         cols = [d[0] for d in cur.description]

@@ -12,6 +12,7 @@ import sqlite3
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
+from sopgraph.mcp_servers import drift as drift_mod
 from sopgraph.mcp_servers.paging import (
     DEFAULT_PAGE_SIZE,
     READ_ONLY,
@@ -55,6 +56,38 @@ def build_server(db: str) -> FastMCP:
         r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
     ]
     con.set_authorizer(_authorize)
+    drifts = drift_mod.load("ops")
+    drifted: dict[tuple, sqlite3.Connection] = {}
+
+    def conn_for(sql: str, params: list | None) -> sqlite3.Connection:
+        """The original store, or a drifted copy for queries about instants after an onset."""
+        live = drift_mod.active(drifts, drift_mod.sql_reference_time(sql, params))
+        if not live:
+            return con
+        key = tuple(d.kind for d in live)
+        if key not in drifted:
+            copy = sqlite3.connect(":memory:", check_same_thread=False)
+            con.set_authorizer(None)
+            try:
+                con.backup(copy)
+            finally:
+                con.set_authorizer(_authorize)
+            for d in live:
+                if d.kind == "type" and d.field == "state":  # names become number codes
+                    case = " ".join(
+                        f"WHEN '{k}' THEN {v}" for k, v in drift_mod.STATE_CODES.items()
+                    )
+                    copy.executescript(
+                        "CREATE TABLE es2 AS SELECT site, equipment_id, equipment_type, "
+                        f"CASE state {case} END AS state, started_at, ended_at "
+                        "FROM equipment_states; DROP TABLE equipment_states; "
+                        "ALTER TABLE es2 RENAME TO equipment_states;"
+                    )
+            copy.execute("PRAGMA query_only = ON")
+            copy.set_authorizer(_authorize)
+            drifted[key] = copy
+        return drifted[key]
+
     mcp = FastMCP(
         "ops_store",
         log_level="WARNING",  # a log line per request costs more than the query
@@ -94,11 +127,18 @@ def build_server(db: str) -> FastMCP:
         ]
 
     @mcp.tool(annotations=READ_ONLY)
-    def execute_query(sql: str, page: int = 0, page_size: int = DEFAULT_PAGE_SIZE) -> dict:
+    def execute_query(
+        sql: str,
+        params: list[str | int | float | bool | None] | None = None,
+        page: int = 0,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> dict:
         """Run one read-only SELECT (SQLite dialect) and return one page of its rows.
 
         Args:
             sql: a single SELECT or WITH ... SELECT statement; writes are refused.
+            params: values for the statement's ``?`` placeholders, in order (strings,
+                numbers, booleans or null); use them instead of quoting values into ``sql``.
             page: page number, from 0.
             page_size: rows per page, 1 to 1000.
 
@@ -112,15 +152,17 @@ def build_server(db: str) -> FastMCP:
                 f"read-only server: {_first_word(text) or 'empty'} statements are refused; "
                 "only SELECT (and WITH ... SELECT) run"
             )
-        cur = con.cursor()
+        cur = conn_for(text, params).cursor()
         try:
-            cur.execute(text)
+            cur.execute(text, params or [])
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
             if "not authorized" in msg or "readonly" in msg:
                 raise ToolError(f"read-only server: refused ({msg})") from None
             raise ToolError(f"query failed: {msg}") from None
         except sqlite3.ProgrammingError as exc:
+            if "binding" in str(exc):
+                raise ToolError(f"query refused: {exc}; give one param per ? placeholder") from None
             raise ToolError(f"query refused: {exc}; send one statement per call") from None
         desc = cur.description or []
         cols = [d[0] for d in desc]

@@ -18,6 +18,7 @@ import numpy as np
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
+from sopgraph.mcp_servers import drift as drift_mod
 from sopgraph.mcp_servers.paging import READ_ONLY, check_page, parse_args, serve, slice_items
 from sopgraph.mcp_servers.promql import (
     LABELS,
@@ -54,6 +55,8 @@ class SeriesStore:
         )
         self._cache: dict[str, list[tuple[dict, np.ndarray, np.ndarray]]] = {}
         self._lock = threading.Lock()
+        self.drifts = drift_mod.load("robotics")
+        self._drifted: dict[tuple, list[tuple[dict, np.ndarray, np.ndarray]]] = {}
         if preload:
             # Warm every metric in the background so the first alarms do not pay for it.
             threading.Thread(target=self._preload, daemon=True).start()
@@ -98,9 +101,35 @@ class SeriesStore:
             at += n
         return out
 
-    def select(self, q: Query) -> list[tuple[dict, np.ndarray, np.ndarray]]:
+    def _series_at(self, metric: str, at: float | None) -> list:
+        """The metric's series as served for a query about instant ``at`` (drift applied)."""
+        live = [d for d in drift_mod.active(self.drifts, at) if d.field == metric]
+        if not live:
+            return self.series(metric)
+        key = (metric, tuple(d.kind for d in live))
+        if key not in self._drifted:
+            out = []
+            for labels, t, v in self.series(metric):
+                for d in live:
+                    if d.kind == "fraction":
+                        v = v / 100
+                    elif d.kind == "cumulative":  # running total since 06:00 UTC each day
+                        day = np.floor((t - 6 * 3600) / 86400)
+                        total = np.cumsum(v)
+                        starts = np.r_[0, np.flatnonzero(np.diff(day)) + 1]
+                        base = np.repeat(
+                            np.r_[0.0, total[starts[1:] - 1]], np.diff(np.r_[starts, len(v)])
+                        )
+                        v = total - base
+                out.append((labels, t, v))
+            self._drifted[key] = out
+        return self._drifted[key]
+
+    def select(
+        self, q: Query, at: float | None = None
+    ) -> list[tuple[dict, np.ndarray, np.ndarray]]:
         out = []
-        for labels, t, v in self.series(q.metric):
+        for labels, t, v in self._series_at(q.metric, at):
             if all(matches(labels[label], op, want) for label, op, want in q.matchers):
                 out.append((labels, t, v))
         return out
@@ -208,12 +237,10 @@ def build_server(db: str, preload: bool = True) -> FastMCP:
         """
         check_page(page, page_size)
         q = parse_query(query)
-        series = store.select(q)
-        at = (
-            parse_time(time)
-            if time is not None
-            else max((float(t[-1]) for _, t, _ in series if len(t)), default=0.0)
-        )
+        at = parse_time(time) if time is not None else None
+        series = store.select(q, at)
+        if at is None:
+            at = max((float(t[-1]) for _, t, _ in series if len(t)), default=0.0)
         result = []
         for labels, t, v in series:
             val = eval_at(q, t, v, at)
@@ -250,7 +277,7 @@ def build_server(db: str, preload: bool = True) -> FastMCP:
                 f"{n_steps} points per series exceed the limit of {MAX_POINTS}; raise step or narrow the range"
             )
         steps = t0 + s * np.arange(n_steps)
-        series = store.select(q)
+        series = store.select(q, t1)
         chunk, more, nxt = slice_items(series, page, page_size)
         if len(chunk) * n_steps > MAX_RESPONSE_POINTS:
             fit = max(1, MAX_RESPONSE_POINTS // n_steps)

@@ -475,8 +475,10 @@ def build_parser() -> argparse.ArgumentParser:
     sb.set_defaults(fn=cmd_sandbox)
     _add_mcp_parser(sub)  # mcp block above
     from sopgraph.cli_eval import add_commands
+    from sopgraph.cli_world import add_commands as add_world_commands
 
     add_commands(sub)
+    add_world_commands(sub)
     return p
 
 

@@ -88,13 +88,22 @@ def cmd_eval_triage(args: argparse.Namespace) -> int:
                 on_result=lambda _: bar.advance(task),
             )  # fmt: skip
         )
-    summary = summarize(outcomes, args.arch)
+    summary = {"split": args.split} | summarize(outcomes, args.arch)
+    if args.split != "train":  # a trivial triage next to the figure: majority verdict per node
+        from sopgraph.evals.fc_triage.dataset import load_scenarios
+        from sopgraph.evals.triage_eval import majority_baseline
+
+        paths = _world()
+        summary["baseline_majority_accuracy"] = majority_baseline(
+            TRIAGE_SOP, load_scenarios(paths.scenarios, "train"), scenarios
+        )
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    for key in ("arch", "n", "accuracy", "observation_acc", "root_cause_acc", "action_acc",
-                "llm_tokens_per_alarm", "unresolved_alarms"):  # fmt: skip
-        print(f"{key}: {summary[key]}")
+    for key in ("split", "arch", "n", "accuracy", "baseline_majority_accuracy", "observation_acc",
+                "root_cause_acc", "action_acc", "llm_tokens_per_alarm", "unresolved_alarms"):  # fmt: skip
+        if key in summary:
+            print(f"{key}: {summary[key]}")
     for f in summary["failures"]:
         print(f"  wrong: {f['alarm_id']} {f['type']} {f['site']}: {json.dumps(f['diff'])}")
     return 0
@@ -213,8 +222,15 @@ def add_commands(sub: Any) -> None:
         dest="what", required=True
     )
     et = ev.add_parser("triage", help="end-to-end alarm triage accuracy")
-    et.add_argument("--alarms", type=positive_int, help="first N scenarios (default all 1,500)")
-    et.add_argument("--split", choices=["train", "eval", "all"], default="all", help="default all")
+    et.add_argument(
+        "--alarms", type=positive_int, help="first N scenarios (default all of the split)"
+    )
+    et.add_argument(
+        "--split",
+        choices=["train", "eval", "all"],
+        default="eval",
+        help="scenarios to run (default eval: the 750 held-out ones; all mixes in training)",
+    )
     et.add_argument(
         "--arch", choices=["direct", "subagent", "codeact"], default="direct", help=_ARCH_HELP
     )

@@ -35,6 +35,7 @@ class ManifestVersion(BaseModel):
     train_pass: float | None = None
     eval_pass: float | None = None
     date: str
+    reason: str | None = None  # why this version was made (a fix names the case it failed)
 
 
 class ManifestTool(BaseModel):

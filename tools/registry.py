@@ -202,6 +202,7 @@ class Registry:
         train_pass: float | None = None,
         eval_pass: float | None = None,
         activate: bool = False,
+        reason: str | None = None,
     ) -> int:
         """Write ``code`` as the node's next version and register it; returns its number.
 
@@ -225,6 +226,7 @@ class Registry:
                 train_pass=train_pass,
                 eval_pass=eval_pass,
                 date=dt.datetime.now(dt.UTC).date().isoformat(),
+                reason=reason,
             )
             if activate:
                 tool.activate(version)

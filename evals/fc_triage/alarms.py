@@ -66,6 +66,8 @@ CASCADE: dict[str, list[tuple[str, str, tuple[int, int]]]] = {
     "label_stockout": [("label_print_failure", "self", (1, 4))],
     "printer_fault": [("label_print_failure", "self", (1, 4))],
     "telemetry_gap": [("station_idle", "self", (1, 5)), ("pick_error_rate", "self", (2, 6))],
+    "site_stop": [("station_idle", "any", (1, 4)), ("throughput_drop", "site", (6, 14))],
+    "exporter_outage": [("station_idle", "any", (1, 4)), ("pick_error_rate", "any", (1, 5))],
 }
 
 

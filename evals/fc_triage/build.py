@@ -34,7 +34,7 @@ from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.loader import load_sop
 from sopgraph.tools.params import ParamStore
 
-WORLD_VERSION = 1
+WORLD_VERSION = 2
 SOP_DIR = EXAMPLES / "fc_alarm_triage"
 
 

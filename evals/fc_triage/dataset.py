@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 Split = Literal["train", "eval"]
 
@@ -55,6 +55,10 @@ class LabeledCase(BaseModel):
     observed: Any = None
     threshold: Any = None
     split: Split
+    # Why the case was sampled: "flip:<convention>" (that convention's wrong variant labels
+    # it otherwise), "no_data", "near_threshold", "aligned", "zero_denominator".
+    edges: list[str] = Field(default_factory=list)
+    parents: dict[str, str] = Field(default_factory=dict)  # parent node -> its true verdict
 
 
 def _lines(path: Path) -> list[str]:

@@ -21,7 +21,7 @@ FAULT_KINDS: dict[str, tuple[float, int, int, bool]] = {
     "quadrant_backup": (8, 4, 16, False),  # one collector quadrant backs up
     "belt_sensor_offline": (6, 6, 30, False),  # belt fill sensors report nothing (NULL)
     "upstream_sensor_offline": (4, 6, 24, False),  # upstream flow sensor reports nothing
-    "camera_glare": (3, 6, 24, False),  # site lighting: cameras misread at many stations
+    "camera_glare": (5, 6, 24, False),  # site lighting: cameras misread at many stations
     "packaging_defect": (3, 24, 96, False),  # bad item packaging: pick errors site-wide
     "robot_fault": (5, 3, 24, True),  # robot in fault state: station idles
     "robot_flapping": (0.6, 36, 72, True),  # a robot faulting again and again
@@ -31,6 +31,8 @@ FAULT_KINDS: dict[str, tuple[float, int, int, bool]] = {
     "label_stockout": (2.0, 4, 30, True),  # label roll empty and not replaced
     "printer_fault": (1.6, 4, 18, True),  # label printer down
     "telemetry_gap": (0.8, 6, 36, True),  # robot exporter down: no samples at all
+    "site_stop": (1.2, 14, 30, False),  # planned stop (safety drill): every robot on standby
+    "exporter_outage": (2.5, 12, 30, False),  # the site's robotics exporter down: no samples
 }
 
 

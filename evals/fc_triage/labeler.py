@@ -7,12 +7,14 @@ the conventions it applies, which the SOP text leaves unstated, are in ``convent
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from sopgraph.evals.fc_triage.conventions import EXPERT, Conventions
 from sopgraph.evals.fc_triage.plant import T0, TICK_S, robot_id
 from sopgraph.evals.fc_triage.world import Interval, SiteFrames, World
 
@@ -64,10 +66,11 @@ def compare(stat: float, op: str, thr: float, observed: Any = None) -> Truth:
 
 
 class Frames:
-    """One site's frames with the lookups the truth functions share."""
+    """One site's frames with the lookups the truth functions share, read under ``cv``."""
 
-    def __init__(self, fr: SiteFrames):
+    def __init__(self, fr: SiteFrames, cv: Conventions = EXPERT):
         self.fr = fr
+        self.cv = cv
         self.n = len(fr.conv["upstream_rate_ratio"])
         self.station_index = {s: i for i, s in enumerate(fr.stations)}
         self.intervals: dict[str, list[Interval]] = {}
@@ -84,11 +87,24 @@ class Frames:
         start = ts - int(minutes * 60) - T0
         lo = -(-start // TICK_S) if closed else start // TICK_S + 1
         hi = (ts - T0) // TICK_S + 1
+        if not self.cv.window_end_inclusive:  # the wrong variant: [T - N, T)
+            lo, hi = -(-start // TICK_S), -(-(ts - T0) // TICK_S)
         return max(lo, 0), min(max(hi, 0), self.n)
+
+    def at_least(self) -> str:
+        """The operator of "at least" for counts."""
+        return ">=" if self.cv.at_least_inclusive else ">"
+
+    def with_conventions(self, cv: Conventions) -> Frames:
+        """The same frames read under other conventions (shares every array)."""
+        other = copy.copy(self)
+        other.cv = cv
+        return other
 
     def conv(self, column: str, ts: int, minutes: float, closed: bool = False) -> np.ndarray:
         lo, hi = self.span(ts, minutes, closed)
-        return self.fr.conv[column][lo:hi]
+        v = self.fr.conv[column][lo:hi]
+        return v if self.cv.nulls_skipped else np.nan_to_num(v, nan=0.0)
 
     def conv_with_prior(self, column: str, ts: int, minutes: float) -> np.ndarray:
         """Readings stamped in (ts - minutes, ts] plus the reading just before them."""
@@ -104,7 +120,10 @@ class Frames:
     # -- ops lookups -------------------------------------------------------------------
     def state_at(self, equipment_id: str, ts: int) -> str | None:
         for iv in self.intervals.get(equipment_id, []):
-            if iv.start <= ts and (iv.end is None or ts < iv.end):
+            if self.cv.state_interval:
+                if iv.start <= ts and (iv.end is None or ts < iv.end):
+                    return iv.state
+            elif iv.start < ts and (iv.end is None or ts <= iv.end):
                 return iv.state
         return None
 
@@ -122,12 +141,15 @@ class Frames:
         for t in self.fr.tickets:
             if t["equipment_id"] != equipment_id or (category and t["category"] != category):
                 continue
-            if t["opened_at"] <= ts and (t["closed_at"] is None or ts < t["closed_at"]):
+            if not self.cv.ticket_at_time:  # the export-time status, wrongly used for T
+                if t["opened_at"] <= ts and t["closed_at"] is None:
+                    return True
+            elif t["opened_at"] <= ts and (t["closed_at"] is None or ts < t["closed_at"]):
                 return True
         return False
 
     def staffing(self, area: str, ts: int) -> tuple[int, int] | None:
-        h = (ts - T0) // 3600
+        h = (ts - T0) // 3600 if self.cv.hour_floor else (ts - T0 + 1800) // 3600
         planned, present = self.fr.staffing[area]
         if not 0 <= h < len(planned):
             return None
@@ -139,26 +161,43 @@ def nanmean(v: np.ndarray) -> float | None:
     return float(v.sum()) / len(v) if len(v) else None
 
 
-def counter_increase(v: np.ndarray) -> float | None:
-    """Events counted by a cumulative counter between its readings; a drop is a restart.
+def counter_steps(v: np.ndarray, cv: Conventions = EXPERT) -> np.ndarray | None:
+    """Events per interval of a cumulative counter; a drop is a restart.
 
     Pass the readings of the window plus the one just before it: each interval's events are
     its reading minus the previous one, or its reading itself after a restart.
     """
-    v = v[~np.isnan(v)]
+    if not cv.counter_cumulative:  # the wrong variant: each reading is the interval's events
+        return v[1:]
+    if not cv.counter_prior_reading:
+        v = v[1:]
     if len(v) < 2:
         return None
     d = np.diff(v)
-    return float(np.where(d >= 0, d, v[1:]).sum())
+    return d if not cv.counter_resets else np.where(d >= 0, d, v[1:])
+
+
+def counter_increase(v: np.ndarray, cv: Conventions = EXPERT) -> float | None:
+    """Events counted by a cumulative counter over the window (see ``counter_steps``)."""
+    steps = counter_steps(v[~np.isnan(v)], cv)
+    return None if steps is None or not len(steps) else float(steps.sum())
 
 
 class Labeler:
     """Ground truth over one world; frames are indexed once per site."""
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, cv: Conventions = EXPERT):
         self.world = world
-        self.frames = {site: Frames(fr) for site, fr in world.sites.items()}
+        self.cv = cv
+        self.frames = {site: Frames(fr, cv) for site, fr in world.sites.items()}
         _load_truth_modules()
+
+    def with_conventions(self, cv: Conventions) -> Labeler:
+        """A labeler over the same indexed frames that applies ``cv`` instead."""
+        other = object.__new__(Labeler)
+        other.world, other.cv = self.world, cv
+        other.frames = {s: f.with_conventions(cv) for s, f in self.frames.items()}
+        return other
 
     def label(self, node_id: str, q: Query, params: dict[str, Any]) -> Truth:
         fn = REGISTRY[node_id]

@@ -91,8 +91,15 @@ def _conveyance(
     )
     out["recirc_ratio"] = np.clip(0.04 + rng.normal(0, 0.012, n) + 0.2 * jam + 0.1 * short, 0, 1)
     out["sorter_chutes_full"] = rng.poisson(1.2 + 4 * jam + 8 * short).astype(np.float64)
-    out["upstream_jam_events_total"] = _counter(rng, 0.03 + 1.1 * block, daily_reset | plc_reset)
-    out["sorter_jam_events_total"] = _counter(rng, 0.04 + 2.2 * jam, daily_reset | plc_reset)
+    # Operators often restart the controller to clear a jam: a reset inside the episode.
+    clear = {kind: np.zeros(n, dtype=bool) for kind in ("upstream_blockage", "sorter_jam")}
+    for f in faults:
+        if f.kind in clear and f.end - f.start > 2 and rng.random() < 0.6:
+            clear[f.kind][int(rng.integers(f.start + 1, f.end))] = True
+    up_resets = daily_reset | plc_reset | clear["upstream_blockage"]
+    sorter_resets = daily_reset | plc_reset | clear["sorter_jam"]
+    out["upstream_jam_events_total"] = _counter(rng, 0.03 + 1.1 * block, up_resets)
+    out["sorter_jam_events_total"] = _counter(rng, 0.04 + 2.2 * jam, sorter_resets)
     for name in ("upstream_rate_ratio", *(f"belt_{q.lower()}_fill_ratio" for q in QUADRANTS)):
         out[name] = np.round(out[name], 4)
     for name in ("sorter_throughput_ratio", "recirc_ratio"):

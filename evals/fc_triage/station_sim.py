@@ -23,7 +23,7 @@ DAY_S = 86400
 STATE_CODES = ("running", "fault", "standby", "maintenance")
 
 
-def _episodes(frames: SiteFrames, kind: str, station: str) -> list:
+def _episodes(frames: SiteFrames, kind: str, station: str | None) -> list:
     return [f for f in frames.faults if f.kind == kind and f.station == station]
 
 
@@ -95,6 +95,8 @@ def _maintenance(
     while k < n:
         heads.append(k)
         k += int(rng.integers(30 * TICKS_PER_DAY, 50 * TICKS_PER_DAY))
+    if rng.random() < 0.3:  # installed before the maintenance log began: no earlier record
+        heads = [h for h in heads if h >= 0]
     return sorted(c for c in cups if c > -60 * TICKS_PER_DAY), sorted(cleans), heads
 
 
@@ -153,6 +155,8 @@ def simulate_stations(
         codes = np.zeros(n, dtype=np.int8)
         for f in _episodes(frames, "robot_standby", st):
             codes[f.start : f.end] = 2
+        for f in _episodes(frames, "site_stop", None):
+            codes[f.start : f.end] = 2
         for c in cups:
             if c >= 0:
                 codes[c : c + 3] = 3
@@ -194,7 +198,12 @@ def simulate_stations(
         label = np.where(stock < 2, 45 + 40 * rng.random(n), label)
         label = np.where(pcodes == 1, 100.0, label)
         attempts = np.round(125 * demand * (1 - idle / 100) * rng.uniform(0.95, 1.05, n))
-        p = frames.spec.base_pick_error_pct + 1.2 * np.maximum(0, 63 - vac)
+        # A robot back from a fault, standby or maintenance picks slowly and misses more in
+        # its first interval (re-calibration).
+        warm = np.zeros(n, bool)
+        warm[1:] = (codes[1:] == 0) & (codes[:-1] != 0)
+        attempts = np.where(warm, np.round(attempts * 0.2), attempts)
+        p = frames.spec.base_pick_error_pct + 1.2 * np.maximum(0, 63 - vac) + 14 * warm
         p = p + defect * rng.uniform(0.5, 1.3)
         p = p + 0.6 * np.maximum(0, cam - 1) + 0.05 * label
         errors = rng.binomial(attempts.astype(np.int64), np.clip(p / 100, 0, 1)).astype(float)
@@ -212,7 +221,9 @@ def simulate_stations(
             "label_stock_pct": stock,
         }
         gap = np.zeros(n, bool)
-        for f in _episodes(frames, "telemetry_gap", st):
+        for f in _episodes(frames, "telemetry_gap", st) + _episodes(
+            frames, "exporter_outage", None
+        ):
             gap[f.start : f.end] = True
         for m, v in values.items():
             robo[m][i] = np.where(gap, np.nan, np.round(v, 2))

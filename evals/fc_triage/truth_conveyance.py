@@ -12,6 +12,7 @@ from sopgraph.evals.fc_triage.labeler import (
     Truth,
     compare,
     counter_increase,
+    counter_steps,
     nanmean,
     truth,
 )
@@ -22,25 +23,30 @@ def _fill_col(q: str) -> str:
     return f"belt_{q.lower()}_fill_ratio"
 
 
+def _as_ratio(f: Frames, pct: float) -> float:
+    """A percent threshold in the 0-1 unit of the conveyance ratios."""
+    return pct / 100 if f.cv.ratio_units else pct
+
+
 def _ratio_below(f: Frames, q: Query, column: str, minutes: float, pct: float) -> Truth:
     m = nanmean(f.conv(column, q.ts, minutes))
     if m is None:
         return Truth("no_data", None, pct)
-    return compare(m, "<", pct / 100)
+    return compare(m, "<", _as_ratio(f, pct))
 
 
 def _ratio_above(f: Frames, q: Query, column: str, minutes: float, pct: float) -> Truth:
     m = nanmean(f.conv(column, q.ts, minutes))
     if m is None:
         return Truth("no_data", None, pct)
-    return compare(m, ">", pct / 100)
+    return compare(m, ">", _as_ratio(f, pct))
 
 
 def _jams(f: Frames, q: Query, column: str, minutes: float, at_least: int) -> Truth:
-    n = counter_increase(f.conv_with_prior(column, q.ts, minutes))
+    n = counter_increase(f.conv_with_prior(column, q.ts, minutes), f.cv)
     if n is None:
         return Truth("no_data", None, at_least)
-    return compare(int(n), ">=", at_least, {"jams": int(n)})
+    return compare(int(n), f.at_least(), at_least, {"jams": int(n)})
 
 
 @truth("rc_upstream_blockage")
@@ -56,7 +62,8 @@ def obs_upstream_flow_low(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
 @truth("rc_upstream_sensor_silent")
 def rc_upstream_sensor_silent(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     v = f.conv("upstream_rate_ratio", q.ts, p["sensor_silent_min"])
-    silent = bool(len(v)) and bool(np.isnan(v).all())
+    gone = np.isnan(v).all() if f.cv.silent_any_vs_all else np.isnan(v).any()
+    silent = bool(len(v)) and bool(gone)
     return Truth("true" if silent else "false", {"readings": int((~np.isnan(v)).sum())}, 0)
 
 
@@ -64,7 +71,7 @@ def rc_upstream_sensor_silent(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
 def obs_starvation_sustained(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     v = f.conv("upstream_rate_ratio", q.ts, 45)
     v = v[~np.isnan(v)]
-    need, thr = p["starvation_min_readings"], p["upstream_flow_min_pct"] / 100
+    need, thr = p["starvation_min_readings"], _as_ratio(f, p["upstream_flow_min_pct"])
     if len(v) < need:
         return Truth("no_data", {"readings": len(v)}, need)
     worst = float(v.max())
@@ -92,8 +99,9 @@ def ct_sorter_jam_persistent(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     v = f.conv_with_prior("sorter_jam_events_total", q.ts, k * TICK_S / 60)
     if len(v) < k + 1 or np.isnan(v).any():
         return Truth("no_data", None, k)
-    d = np.diff(v)
-    inc = np.where(d >= 0, d, v[1:])
+    inc = counter_steps(v, f.cv)
+    if inc is None or not len(inc):
+        return Truth("no_data", None, k)
     return Truth("true" if (inc > 0).all() else "false", {"jams_per_interval": inc.tolist()}, k)
 
 
@@ -113,7 +121,8 @@ def rc_chutes_full(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     v = v[~np.isnan(v)]
     if not len(v):
         return Truth("no_data", None, p["chutes_full_min"])
-    return compare(int(v[-1]), ">=", p["chutes_full_min"])
+    latest = int(v[-1]) if f.cv.latest_reading else float(v.mean())
+    return compare(latest, f.at_least(), p["chutes_full_min"])
 
 
 @truth("rc_quadrant_backed_up", station=True)
@@ -125,15 +134,20 @@ def rc_quadrant_backed_up(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
 
 def _quadrant_means(f: Frames, q: Query) -> dict[str, float]:
     means = {qd: nanmean(f.conv(_fill_col(qd), q.ts, 10)) for qd in QUADRANTS}
+    if not f.cv.silent_quadrant_skipped and any(m is None for m in means.values()):
+        return {}
     return {qd: m for qd, m in means.items() if m is not None}
 
 
 @truth("obs_belt_fill_high")
 def obs_belt_fill_high(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    thr = p["belt_fill_high_pct"] / 100
+    thr = _as_ratio(f, p["belt_fill_high_pct"])
     means = _quadrant_means(f, q)
     if not means:
         return Truth("no_data", None, p["belt_fill_high_pct"])
+    if not f.cv.quadrant_each:  # the wrong variant: the whole belt's mean
+        whole = nanmean(np.concatenate([f.conv(_fill_col(qd), q.ts, 10) for qd in QUADRANTS]))
+        return compare(whole, ">", thr)
     high = sorted(qd for qd, m in means.items() if m > thr)
     margin = min(abs(m - thr) for m in means.values())
     obs = {qd: round(m, 6) for qd, m in means.items()} | {"high": high}
@@ -142,7 +156,10 @@ def obs_belt_fill_high(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
 
 @truth("rc_belt_sensor_offline")
 def rc_belt_sensor_offline(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    missing = sorted(qd for qd in QUADRANTS if np.isnan(f.conv(_fill_col(qd), q.ts, 15)).any())
+    gone = (
+        (lambda v: np.isnan(v).any()) if f.cv.silent_any_vs_all else (lambda v: np.isnan(v).all())
+    )
+    missing = sorted(qd for qd in QUADRANTS if gone(f.conv(_fill_col(qd), q.ts, 15)))
     return Truth("true" if missing else "false", {"quadrants": missing}, 0)
 
 
@@ -153,14 +170,15 @@ def obs_belt_imbalance(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     south = [means[qd] for qd in ("SW", "SE") if qd in means]
     if not north or not south:
         return Truth("no_data", None, p["belt_imbalance_pct"])
-    gap = abs(float(np.mean(north)) - float(np.mean(south))) * 100
+    n, s = float(np.mean(north)), float(np.mean(south))
+    gap = abs(n - s) * 100 if f.cv.imbalance_points else abs(n - s) / max(n, s, 1e-9) * 100
     return compare(gap, ">", p["belt_imbalance_pct"])
 
 
 @truth("ct_downstage_precondition")
 def ct_downstage_precondition(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     """Appendix D: per quadrant, the 5 minutes up to its latest reading, none older than 10."""
-    lo, hi = f.span(q.ts, 10, closed=True)
+    lo, hi = f.span(q.ts, 10, closed=f.cv.downstage_start_inclusive)
     avgs: dict[str, float] = {}
     for qd in QUADRANTS:
         v = f.fr.conv[_fill_col(qd)][lo:hi]
@@ -171,8 +189,9 @@ def ct_downstage_precondition(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
         # Readings stamped in [latest - 5 min, latest]: the latest and the one before it.
         window = v[max(0, last - 1) : last + 1]
         avgs[qd] = float(np.nanmean(window))
-    north = (avgs["NW"] + avgs["NE"]) / 2 * 100
-    south = (avgs["SW"] + avgs["SE"]) / 2 * 100
+    scale = 100 if f.cv.ratio_units else 1
+    north = (avgs["NW"] + avgs["NE"]) / 2 * scale
+    south = (avgs["SW"] + avgs["SE"]) / 2 * scale
     nthr, sthr = p["downstage_north_max_pct"], p["downstage_south_max_pct"]
     holds = north <= nthr and south <= sthr
     margin = min(abs(north - nthr), abs(south - sthr))

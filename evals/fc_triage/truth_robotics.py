@@ -23,36 +23,65 @@ def _pick_rate(f: Frames, station: str, ts: int, minutes: float) -> tuple[str, f
     total = float(att[both].sum())
     if total == 0:
         return "zero", None
+    if not f.cv.rate_ratio_of_sums:  # the wrong variant: mean of the per-interval percent
+        pct = f.robo("pick_error_pct", station, ts, minutes)
+        return "ok", nanmean(pct)
     return "ok", float(err[both].sum()) / total * 100
 
 
-def _mean_vs(f: Frames, q: Query, metric: str, minutes: float, op: str, thr: float) -> Truth:
+def _pct(f: Frames, thr: float) -> float:
+    """A percent threshold as the robotics metrics are read (0-100, or wrongly 0-1)."""
+    return thr if f.cv.robotics_percent else thr / 100
+
+
+def _missing(f: Frames, thr: Any, observed: Any = None) -> Truth:
+    """No robotics rows in the window: no data (wrongly: nothing wrong)."""
+    return Truth("no_data" if f.cv.missing_rows_no_data else "false", observed, thr)
+
+
+def _mean_vs(
+    f: Frames, q: Query, metric: str, minutes: float, op: str, thr: float, pct: bool = True
+) -> Truth:
     """The station's mean of ``metric`` over the window, compared with ``thr``."""
     m = _mean(f, metric, q, minutes)
     if m is None:
-        return Truth("no_data", None, thr)
-    return compare(m, op, thr)
+        return _missing(f, thr)
+    return compare(m, op, _pct(f, thr) if pct else thr)
 
 
 def _pick_rate_vs(f: Frames, q: Query, minutes: float, op: str, thr: float) -> Truth:
     """The station's pick error rate over the window, compared with ``thr``."""
     kind, rate = _pick_rate(f, q.station, q.ts, minutes)
     if kind == "no_data":
-        return Truth("no_data", None, thr)
+        return _missing(f, thr)
     if kind == "zero":
+        if not f.cv.zero_attempts_false:
+            return Truth("no_data", {"attempts": 0}, thr)
         return Truth("false", {"attempts": 0}, thr)
     return compare(rate, op, thr)
 
 
+def _station_means(f: Frames, metric: str, ts: int, minutes: float) -> dict[str, float]:
+    """Every station's mean of ``metric`` over the window; stations without samples left out."""
+    lo, hi = f.span(ts, minutes)
+    v = f.fr.robo[metric][:, lo:hi]
+    n = (~np.isnan(v)).sum(axis=1)
+    sums = np.nansum(v, axis=1)
+    return {s: float(sums[i]) / int(n[i]) for i, s in enumerate(f.fr.stations) if n[i]}
+
+
 def _spread(f: Frames, q: Query, metric: str, thr: float, at_least: int, key: str) -> Truth:
     """Whether at least ``at_least`` stations' 15-minute mean of ``metric`` exceeds ``thr``."""
-    means = {s: _mean(f, metric, Query(q.site, q.ts, s), 15) for s in f.fr.stations}
-    means = {s: m for s, m in means.items() if m is not None}
+    thr = _pct(f, thr)
+    means = _station_means(f, metric, q.ts, 15)
     if not means:
-        return Truth("no_data", None, at_least)
+        return _missing(f, at_least)
+    if not f.cv.per_entity:  # the wrong variant: the site-wide average against the threshold
+        site = float(np.mean(list(means.values())))
+        return compare(site, ">", thr)
     high = sorted(s for s, m in means.items() if m > thr)
     margin = min(abs(m - thr) for m in means.values())
-    t = compare(len(high), ">=", at_least, {key: high})
+    t = compare(len(high), f.at_least(), at_least, {key: high})
     return t._replace(margin=margin)
 
 
@@ -88,24 +117,40 @@ def ct_error_rate_critical(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
 def obs_pick_error_spread(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     thr = p["pick_error_pct_threshold"]
     high, margin = [], float("inf")
+    lo, hi = f.span(q.ts, 30)
+    att = f.fr.robo["pick_attempts"][:, lo:hi]
+    err = f.fr.robo["pick_errors"][:, lo:hi]
+    both = ~np.isnan(att) & ~np.isnan(err)
+    att_sum = np.where(both, att, 0).sum(axis=1)
+    err_sum = np.where(both, err, 0).sum(axis=1)
     seen = 0
-    for s in f.fr.stations:
-        kind, rate = _pick_rate(f, s, q.ts, 30)
-        if kind != "ok":
-            continue
+    errors = attempts = 0.0
+    for i, s in enumerate(f.fr.stations):
+        if not both[i].any() or att_sum[i] == 0:
+            continue  # no samples, or nothing picked: no rate to compare
+        if f.cv.rate_ratio_of_sums:
+            rate = float(err_sum[i]) / float(att_sum[i]) * 100
+        else:
+            rate = _pick_rate(f, s, q.ts, 30)[1]
+            if rate is None:
+                continue
         seen += 1
+        errors += float(err_sum[i])
+        attempts += float(att_sum[i])
         margin = min(margin, abs(rate - thr))
         if rate > thr:
             high.append(s)
     if not seen:
-        return Truth("no_data", None, p["pick_spread_min"])
-    t = compare(len(high), ">=", p["pick_spread_min"], {"stations": high})
+        return _missing(f, p["pick_spread_min"])
+    if not f.cv.per_entity:  # the wrong variant: the site's rate against the threshold
+        return compare(errors / attempts * 100, ">", thr)
+    t = compare(len(high), f.at_least(), p["pick_spread_min"], {"stations": high})
     return t._replace(margin=margin)
 
 
 @truth("rc_suction_cup_worn", station=True)
 def rc_suction_cup_worn(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
-    return _mean_vs(f, q, "suction_vacuum_kpa", 30, "<", p["suction_vacuum_min_kpa"])
+    return _mean_vs(f, q, "suction_vacuum_kpa", 30, "<", p["suction_vacuum_min_kpa"], pct=False)
 
 
 @truth("rc_camera_degraded", station=True)
@@ -139,8 +184,9 @@ def rc_label_stock_low(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     v = f.robo("label_stock_pct", q.station, q.ts, 15)
     v = v[~np.isnan(v)]
     if not len(v):
-        return Truth("no_data", None, p["label_stock_min_pct"])
-    return compare(float(v[-1]), "<", p["label_stock_min_pct"])
+        return _missing(f, p["label_stock_min_pct"])
+    latest = float(v[-1]) if f.cv.latest_reading else float(v.mean())
+    return compare(latest, "<", _pct(f, p["label_stock_min_pct"]))
 
 
 @truth("obs_site_throughput_low")
@@ -151,11 +197,15 @@ def obs_site_throughput_low(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     units = f.fr.robo["units_inducted"]
     cur, prev = units[:, lo:hi], units[:, plo:lo]
     if np.isnan(cur).all() or np.isnan(prev).all():
-        return Truth("no_data", None, thr)
+        return _missing(f, thr)
     c, pv = float(np.nansum(cur)), float(np.nansum(prev))
     if pv <= 0:
+        value = "false" if f.cv.zero_previous_false else "no_data"
+        return Truth(value, {"last_hour": c, "previous_hour": pv}, thr)
+    base = pv if f.cv.drop_over_previous else c
+    if base <= 0:
         return Truth("false", {"last_hour": c, "previous_hour": pv}, thr)
-    drop = (pv - c) / pv * 100
+    drop = (pv - c) / base * 100
     return compare(
         drop, ">", thr, {"drop_pct": round(drop, 4), "last_hour": c, "previous_hour": pv}
     )
@@ -166,8 +216,8 @@ def ct_standby_capacity_safe(f: Frames, q: Query, p: dict[str, Any]) -> Truth:
     lo, hi = f.span(q.ts, 60)
     units = f.fr.robo["units_inducted"][:, lo:hi]
     if np.isnan(units).all():
-        return Truth("no_data", None, p["station_rated_uph"])
-    flow = int(np.nansum(units))
+        return _missing(f, p["station_rated_uph"])
+    flow = int(np.nansum(units)) if f.cv.flow_per_hour else int(np.nansum(units)) // 12
     running = [s for s in f.fr.stations if s != q.station and f.robot_state(s, q.ts) == "running"]
     capacity = len(running) * p["station_rated_uph"]
     obs = {"running_others": len(running), "capacity_uph": capacity, "flow_last_hour": flow}

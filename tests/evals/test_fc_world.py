@@ -94,7 +94,7 @@ def test_cases_per_node_balanced_and_split_in_time(full):
     sop = load_sop(SOP_DIR)
     for node in sop.decision_nodes:
         rows = _read_jsonl(full.cases / f"{node.id}.jsonl")
-        assert 100 <= len(rows) <= 200, node.id
+        assert 150 <= len(rows) <= 200, node.id
         values = Counter(r["expected"] for r in rows)
         assert values["true"] and values["false"], (node.id, values)
         train = [parse_ts(r["timestamp"]) for r in rows if r["split"] == "train"]
@@ -146,3 +146,36 @@ def test_labeler_rejects_station_node_without_station():
             Query("BFI4", parse_ts("2025-03-04T10:00:00Z")),
             {"idle_pct_threshold": 25},
         )
+
+
+def test_cases_are_edge_stratified(full):
+    """Every node: >= 150 cases, >= 30% on edges in each split, no-data in both splits if any."""
+    sop = load_sop(SOP_DIR)
+    for node in sop.decision_nodes:
+        rows = _read_jsonl(full.cases / f"{node.id}.jsonl")
+        assert len(rows) >= 150, node.id
+        for split in ("train", "eval"):
+            part = [r for r in rows if r["split"] == split]
+            assert sum(bool(r["edges"]) for r in part) >= 0.3 * len(part), (node.id, split)
+        no_data = {r["split"] for r in rows if r["expected"] == "no_data"}
+        assert not no_data or no_data == {"train", "eval"}, (node.id, no_data)
+
+
+def test_every_convention_flips_at_least_three_held_out_cases_per_node(full):
+    from sopgraph.evals.fc_triage.mutations import MIN_FLIPS, mutation_table
+
+    rows = mutation_table(full.root, SOP_DIR, "eval")
+    assert len(rows) >= 100
+    short = [(r.convention, r.node, r.flips) for r in rows if r.flips < MIN_FLIPS]
+    assert short == []
+
+
+def test_a_wrong_convention_changes_labels_the_expert_keeps():
+    from sopgraph.evals.fc_triage.conventions import EXPERT
+
+    lab = Labeler(simulate(seed=1, days=2, sites=1))
+    wrong = lab.with_conventions(EXPERT.without("ratio_units"))
+    q = Query("BFI4", parse_ts("2025-03-04T10:00:00Z"))
+    p = {"upstream_flow_min_pct": 70}
+    assert lab.label("obs_upstream_flow_low", q, p).value == "false"
+    assert wrong.label("obs_upstream_flow_low", q, p).value == "true"  # 0.95 < 70

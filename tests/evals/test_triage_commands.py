@@ -63,6 +63,8 @@ def test_eval_triage_json(fc_home):  # noqa: F811
     for key in ("n", "accuracy", "observation_acc", "root_cause_acc", "action_acc"):
         assert key in out
     assert out["n"] == 25 and out["accuracy"] == 1.0 and out["llm_tokens_per_alarm"] == 0
+    assert out["split"] == "eval"  # held out by default
+    assert 0 <= out["baseline_majority_accuracy"] < out["accuracy"]
 
 
 def test_eval_triage_codeact_with_scripted_model(fc_home):  # noqa: F811

@@ -10,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_FILES = sorted(ROOT.glob("examples/*/tools/*/v*.py"))
-ALLOWED_PROJECT_IMPORTS = {"sopgraph.graphs.model"}
+ALLOWED_PROJECT_IMPORTS = {"sopgraph.graphs.model", "sopgraph.tools.kit"}
+KIT = ROOT / "tools" / "kit.py"
 FORBIDDEN_NAMES = {"open", "exec", "eval", "__import__", "compile"}
 DATA_SUFFIXES = (".duckdb", ".sqlite", ".jsonl", ".parquet", ".csv", "fc_world", "cases.json")
 
@@ -59,3 +60,17 @@ def test_the_check_catches_a_cheating_tool(tmp_path):
     problems = _problems(bad)
     assert "imports sopgraph.evals.fc_triage" in problems and "uses open()" in problems
     assert any("duckdb" in p for p in problems)
+
+
+def test_the_kit_is_standard_library_only():
+    tree = ast.parse(KIT.read_text(), str(KIT))
+    imported = [
+        a.name if isinstance(node, ast.Import) else node.module or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for a in (node.names if isinstance(node, ast.Import) else [node])
+    ]
+    assert imported and all(
+        name.split(".")[0] in sys.stdlib_module_names or name == "__future__" for name in imported
+    ), imported
+    assert _problems(KIT) == []

@@ -1,0 +1,33 @@
+"""ct_escalation_open: was an escalation ticket for the site open at the time of the alarm?
+
+Ops store conventions: times are UTC text 'YYYY-MM-DD HH:MM:SS'; `tickets.status` is the
+status today, so "open at the time" is opened_at <= t < closed_at (closed_at NULL: still
+open); escalations are tickets of category 'escalation'.
+"""
+
+from sopgraph.graphs.model import Verdict
+from sopgraph.tools.kit import sql as kit_sql
+from sopgraph.tools.kit import sql_time
+
+
+async def run(site: str, timestamp: str, ctx) -> Verdict:
+    at = sql_time(timestamp)
+    # A few tickets were closed before they were opened (entry errors); the interval test
+    # leaves them never open rather than guessing which of the two times is wrong.
+    sql = """
+        SELECT ticket_id
+        FROM tickets
+        WHERE site = ? AND category = 'escalation'
+          AND opened_at <= ? AND (closed_at IS NULL OR closed_at > ?)
+        ORDER BY opened_at"""
+    rows = await kit_sql(ctx, "ops", sql, site, at, at)
+    open_ids = [r[0] for r in rows]
+    return Verdict(
+        value="true" if open_ids else "false",
+        observed={"open_escalations": open_ids},
+        explanation=(
+            f"Escalation {', '.join(open_ids)} for {site} was open at the time of the alarm."
+            if open_ids
+            else f"No escalation for {site} was open at the time of the alarm."
+        ),
+    )

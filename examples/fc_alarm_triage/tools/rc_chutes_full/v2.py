@@ -1,0 +1,42 @@
+"""Tool for rc_chutes_full: at least `chutes_full_min` sorter chutes currently reported full.
+
+"Currently" is the latest `conveyance_5m.sorter_chutes_full` reading at or before the
+alarm; a reading older than the last 15 minutes is not current, so none is no_data.
+"""
+
+from __future__ import annotations
+
+from sopgraph.graphs.model import Verdict
+from sopgraph.tools.kit import sql as kit_sql
+from sopgraph.tools.kit import sql_time
+
+FRESH_MIN = 15
+
+
+async def run(site: str, timestamp: str, ctx) -> Verdict:
+    threshold = ctx.params["chutes_full_min"]
+    ts = sql_time(timestamp)
+    sql = f"""
+        SELECT five_minute_interval, sorter_chutes_full
+        FROM conveyance_5m
+        WHERE site = ?
+          AND sorter_chutes_full IS NOT NULL
+          AND five_minute_interval > CAST(? AS TIMESTAMP) - INTERVAL {FRESH_MIN} MINUTE
+          AND five_minute_interval <= CAST(? AS TIMESTAMP)
+        ORDER BY five_minute_interval DESC
+        LIMIT 1
+    """
+    rows = await kit_sql(ctx, "conveyance", sql, site, ts, ts)
+    if not rows:
+        return Verdict(
+            value="no_data",
+            threshold=threshold,
+            explanation=f"No sorter chute reading in the {FRESH_MIN} minutes before the alarm.",
+        )
+    at, full = rows[0]
+    return Verdict(
+        value="true" if full >= threshold else "false",
+        observed=full,
+        threshold=threshold,
+        explanation=f"{full} sorter chutes were reported full at {at}.",
+    )

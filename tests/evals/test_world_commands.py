@@ -1,0 +1,51 @@
+"""The honest-world commands as a user runs them: mutation table, drift timeline, shadow, monitor."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from fc_world import fc_home, fc_world  # noqa: F401
+
+
+def _cli(home, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SOPGRAPH_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "sopgraph", *args], env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def test_mutation_table_every_pair_flips(fc_home):  # noqa: F811
+    proc = _cli(fc_home, "world", "mutations", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["split"] == "eval" and out["pairs"] >= 100
+    assert out["pairs_ok"] == out["pairs"]
+
+
+def test_shadow_of_a_fixed_version_differs_on_drifted_alarms_only(fc_home, tmp_path):  # noqa: F811
+    proc = _cli(fc_home, "shadow", "--candidate", "rc_robot_fault:2", "--alarms", "240",
+                "--out", str(tmp_path / "tl"), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    found = out["shadow"]["discrepancies"]
+    onset = next(d["onset_alarm"] for d in out["drift"] if d["kind"] == "type")
+    assert found and out["check"]["elsewhere"] == 0
+    assert all(d["alarm"] >= onset and d["node"] == "rc_robot_fault" for d in found)
+    assert all(d["active"] == "false" and d["candidate"] == "true" for d in found)
+    log = tmp_path / "tl" / "invocations.sqlite"
+    mon = _cli(fc_home, "monitor", "--log", str(log), "--reference", "60", "--json")
+    assert mon.returncode == 0, mon.stderr
+    assert "flags" in json.loads(mon.stdout)
+
+
+def test_monitor_without_a_log_is_one_error_line(fc_home, tmp_path):  # noqa: F811
+    proc = _cli(fc_home, "monitor", "--timeline", str(tmp_path / "none"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error:") and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_shadow_candidate_spec_is_checked(fc_home):  # noqa: F811
+    proc = _cli(fc_home, "shadow", "--candidate", "rc_robot_fault")
+    assert proc.returncode == 2 and "NODE:VERSION" in proc.stderr

@@ -1,0 +1,131 @@
+"""A small standard-library kit for compiled tools: instants, windows, selectors, queries.
+
+Tool files (people's and the tool-maker's) import it as ``sopgraph.tools.kit``; the hygiene
+test allows it and checks that it imports the standard library only. SQL goes to the MCP
+servers with ``?`` parameters, never formatted into the text.
+
+Example:
+    >>> w = Window.ending("2025-03-10T12:00:00Z", minutes=15)
+    >>> w.sql_start, w.sql_end
+    ('2025-03-10 11:45:00', '2025-03-10 12:00:00')
+    >>> selector("station_idle_pct", site="BFI4", station="ST01")
+    'station_idle_pct{site="BFI4",station="ST01"}'
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+SQL_TIME = "%Y-%m-%d %H:%M:%S"  # how both SQL stores write UTC times (no T, no zone)
+
+
+def instant(timestamp: str | dt.datetime) -> dt.datetime:
+    """An ISO 8601 time (``Z``, an offset, or naive meaning UTC) as an aware UTC datetime."""
+    t = (
+        timestamp
+        if isinstance(timestamp, dt.datetime)
+        else dt.datetime.fromisoformat(str(timestamp).replace("Z", "+00:00"))
+    )
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
+
+
+def sql_time(timestamp: str | dt.datetime) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` in UTC: the text the ops store keeps and DuckDB reads."""
+    return instant(timestamp).strftime(SQL_TIME)
+
+
+def from_sql_time(text: str) -> dt.datetime:
+    """A store's ``YYYY-MM-DD HH:MM:SS`` (or ISO) UTC text as an aware datetime."""
+    return instant(text.replace(" ", "T", 1))
+
+
+@dataclass(frozen=True)
+class Window:
+    """The ``minutes`` before ``end``: samples stamped in (start, end] unless said otherwise."""
+
+    end: dt.datetime
+    minutes: float
+
+    @classmethod
+    def ending(cls, timestamp: str | dt.datetime, minutes: float) -> Window:
+        return cls(instant(timestamp), minutes)
+
+    @property
+    def start(self) -> dt.datetime:
+        return self.end - dt.timedelta(minutes=self.minutes)
+
+    @property
+    def sql_start(self) -> str:
+        return self.start.strftime(SQL_TIME)
+
+    @property
+    def sql_end(self) -> str:
+        return self.end.strftime(SQL_TIME)
+
+    @property
+    def promql(self) -> str:
+        """The PromQL range, e.g. ``15m`` (whole seconds when not whole minutes)."""
+        s = int(round(self.minutes * 60))
+        return f"{s // 60}m" if s % 60 == 0 else f"{s}s"
+
+    def shifted(self, minutes: float) -> Window:
+        """The same length, ending ``minutes`` earlier (the hour before, say)."""
+        return Window(self.end - dt.timedelta(minutes=minutes), self.minutes)
+
+
+def label_value(value: str) -> str:
+    """A PromQL label value as a double-quoted string literal."""
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def selector(metric: str, **labels: str) -> str:
+    """``metric{label="value",...}`` with every value quoted safely."""
+    inner = ",".join(f"{k}={label_value(v)}" for k, v in labels.items())
+    return f"{metric}{{{inner}}}"
+
+
+def over_time(func: str, metric: str, window: Window, **labels: str) -> str:
+    """``<func>_over_time(selector[range])``: func is avg, sum, min, max, count or last."""
+    return f"{func}_over_time({selector(metric, **labels)}[{window.promql}])"
+
+
+async def sql(ctx: Any, server: str, text: str, *params: Any, max_pages: int = 50) -> list[list]:
+    """Every row of one parameterised SELECT on ``server`` (``?`` placeholders), all pages."""
+    rows: list[list] = []
+    page = 0
+    while True:
+        args: dict[str, Any] = {"sql": text, "params": list(params), "page": page}
+        res = await ctx.mcp.call(server, "execute_query", args)
+        rows += res["rows"]
+        if not res.get("truncated"):
+            return rows
+        page = res.get("next_page", page + 1)
+        if page >= max_pages:
+            raise RuntimeError(f"{server}: more than {max_pages} pages of rows; narrow the query")
+
+
+async def vector(ctx: Any, query: str, timestamp: str | dt.datetime) -> list[tuple[dict, float]]:
+    """An instant PromQL query on the robotics server: (labels, value) per series, all pages."""
+    out: list[tuple[dict, float]] = []
+    page = 0
+    at = instant(timestamp).isoformat()
+    while True:
+        args = {"query": query, "time": at, "page": page, "page_size": 1000}
+        res = await ctx.mcp.call("robotics", "execute_query", args)
+        out += [(s["metric"], as_number(s["value"][1])) for s in res["data"]["result"]]
+        if not res.get("truncated"):
+            return out
+        page = res["next_page"]
+
+
+def as_number(value: Any) -> float:
+    """A served value as a float; a value of any other kind is an error, not a guess."""
+    if isinstance(value, bool):
+        raise TypeError(f"expected a number, got the boolean {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        return float(value)  # the Prometheus API serves sample values as strings
+    raise TypeError(f"expected a number, got {type(value).__name__} {value!r}")

@@ -1,0 +1,102 @@
+"""Shadow mode: candidate tool versions run beside the active ones on the same alarms.
+
+After each run, every node the run decided with a compiled tool that has a candidate is
+decided again by the candidate, with the same input, parameters and parent verdicts. The
+run's path and actions are untouched; both calls are in the invocation log (the candidate's
+with executor ``shadow``) and every disagreement is a ``Discrepancy``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel
+
+from sopgraph.graphs.model import Sop, Verdict
+from sopgraph.nodes.executor import ToolContext
+from sopgraph.nodes.tool_node import as_verdict
+from sopgraph.tools.invocation_log import InvocationLog
+from sopgraph.tools.params import ParamStore
+from sopgraph.tools.registry import Registry, RegistryError
+
+
+class Discrepancy(BaseModel):
+    alarm_id: str
+    alarm: int  # index in the timeline
+    node: str
+    active_version: int | None
+    candidate_version: int
+    active: str
+    candidate: str
+    active_observed: Any = None
+    candidate_observed: Any = None
+    candidate_error: str | None = None
+
+
+class Shadow:
+    """Candidate versions (node -> version) loaded once, checked against the manifest."""
+
+    def __init__(self, sop: Sop, registry: Registry, params: ParamStore, candidates: dict[str, int],
+                 log: InvocationLog | None = None):  # fmt: skip
+        self.sop, self.params, self.log = sop, params, log
+        self.candidates = candidates
+        self.fns = {}
+        for node_id, version in candidates.items():
+            info = registry.entry(node_id).version(version)
+            if info is None:
+                raise RegistryError(f"shadow: node '{node_id}' has no registered v{version}")
+            path = registry.path_of(node_id, version)
+            source = registry._verified_source(path, info.sha256)
+            self.fns[node_id] = registry._load_run(node_id, version, info.sha256, path, source)
+        self.active = {n: registry.entry(n).active for n in candidates}
+        self.calls = 0
+
+    async def compare(
+        self, alarm_index: int, run_input: dict[str, Any], verdicts: dict[str, Verdict],
+        versions: dict[str, int | None], mcp: Any, unresolved: dict[str, str] | None = None,
+    ) -> list[Discrepancy]:  # fmt: skip
+        """Decide the run's candidate nodes again; the disagreements with the run.
+
+        A node the active tool could not decide (``unresolved``) counts as ``unresolved``.
+        """
+        unresolved = unresolved or {}
+        out = []
+        site, ts = run_input["site"], run_input["timestamp"]
+        p = self.params.for_site(site)
+        for node_id, fn in self.fns.items():
+            if node_id not in verdicts and node_id not in unresolved:
+                continue
+            node = self.sop.nodes[node_id]
+            parents = {
+                q: verdicts[q] for q, n in self.sop.nodes.items()
+                if q in verdicts and node_id in n.next.children()
+            }  # fmt: skip
+            ctx = ToolContext(node_id=node_id, text=self.sop.render_text(node, p), params=p,
+                              parents=parents, input=run_input, run_id=str(run_input["alarm_id"]),
+                              mcp=mcp, node=node)  # fmt: skip
+            start, error, got = time.perf_counter(), None, None
+            try:
+                got = as_verdict(await fn(site, ts, ctx))
+            except Exception as exc:  # noqa: BLE001 - a failing candidate is a discrepancy
+                error = f"{type(exc).__name__}: {exc}"
+            self.calls += 1
+            if self.log is not None:
+                self.log.record(
+                    run_id=ctx.run_id, node=node_id, tool=node.tool_name,
+                    version=self.candidates[node_id], inputs={"site": site, "timestamp": ts},
+                    output=got, latency_ms=(time.perf_counter() - start) * 1000, error=error,
+                    executor="shadow",
+                )  # fmt: skip
+            active = verdicts.get(node_id)
+            active_value = active.value if active else "unresolved"
+            value = got.value if got else "error"
+            if value != active_value:
+                out.append(Discrepancy(
+                    alarm_id=ctx.run_id, alarm=alarm_index, node=node_id,
+                    active_version=versions.get(node_id) or self.active[node_id], candidate_version=self.candidates[node_id],
+                    active=active_value, candidate=value,
+                    active_observed=active.observed if active else unresolved.get(node_id),
+                    candidate_observed=got.observed if got else None, candidate_error=error,
+                ))  # fmt: skip
+        return out
