@@ -228,7 +228,7 @@ def compile_sop(sop: Sop, services: Services, checkpointer: Any = None, name: st
 
     def route_entry(state: RunState) -> list[str]:
         inp = state.get("input")
-        if not inp:  # e.g. an alarm sent flat: its fields are not the graph's input
+        if inp is None:  # e.g. an alarm sent flat: its fields are not the graph's input
             raise InputError(
                 'no run input: send it under "input", e.g. {"input": {"type": ...}}; fields '
                 "sent beside it are ignored"

@@ -165,6 +165,10 @@ def input_typeddict(sop: Sop) -> type:
         extra: dict[str, Any] = {"description": desc}
         if spec.example is not None:
             extra["examples"] = [spec.example]
+        if spec.type == "datetime":
+            extra["json_schema_extra"] = {"format": "date-time"}
+        if spec.values is not None:
+            extra.setdefault("json_schema_extra", {})["enum"] = spec.values
         typ = Annotated[_PY_TYPES[spec.type], Field(**extra)]
         fields[name] = Required[typ] if spec.required else NotRequired[typ]
     name = "".join(part.title() for part in sop.id.replace("-", "_").split("_")) + "Input"

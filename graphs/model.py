@@ -18,7 +18,7 @@ VERDICT_KEYS = ("true", "false", "no_data")
 EDGE_KEYS = (*VERDICT_KEYS, "always", "on_error")
 
 # A loop's visit bound: more would only hide a loop that never exits.
-MAX_VISITS = 1000
+MAX_VISITS = 100
 INPUT_TYPES = ("string", "integer", "number", "boolean", "datetime", "object", "list")
 
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "exists"]

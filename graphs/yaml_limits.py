@@ -17,7 +17,10 @@ from sopgraph.graphs.problems import Problem, SopError
 
 MAX_SOP_BYTES = 4 * 1024 * 1024  # the largest SOP file read (the 44-node triage SOP: 40 KB)
 MAX_DEPTH = 64  # nesting of mappings and lists (a node's predicate sits at depth 7)
-MAX_VALUES = 500_000  # values after expanding every alias (a 10,000-node chain: ~60,000)
+# Nodes per SOP: LangGraph checkpoints a run's whole trail at every superstep, so a path of
+# N nodes writes O(N^2) (a 1,000-node chain: ~0.3 GB in memory, ~0.2 GB of SQLite).
+MAX_NODES = 1000
+MAX_VALUES = 500_000  # values after expanding every alias (a 1,000-node SOP: ~10,000)
 # Tags an SOP may carry: YAML's core schema. Anything else (``!!python/object``, ``!!binary``,
 # ``!!set``, ``!custom``) would construct a value the SOP model does not know.
 _CORE_TAGS = {
@@ -32,17 +35,7 @@ def _line_of(data: bytes, offset: int) -> int:
 def decode_sop_bytes(data: bytes, file: str) -> str:
     """The text of an SOP file's bytes, or one problem: not UTF-8, a NUL byte, too large."""
     if len(data) > MAX_SOP_BYTES:
-        raise SopError(
-            [
-                Problem(
-                    file,
-                    1,
-                    "",
-                    f"the SOP file is over {MAX_SOP_BYTES // (1024 * 1024)} MB (the limit); "
-                    "split the procedure into smaller SOPs",
-                )
-            ]
-        )
+        raise _too_large(file)
     utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or (
         len(data) >= 4 and (data[1:4:2] == b"\0\0" or data[0:4:2] == b"\0\0")
     )
@@ -85,9 +78,26 @@ def _events(text: str) -> Iterator[yaml.Event]:
     return yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+def _too_large(file: str) -> SopError:
+    limit = MAX_SOP_BYTES // (1024 * 1024)
+    return SopError(
+        [
+            Problem(
+                file,
+                1,
+                "",
+                f"the SOP file is over {limit} MB (the limit); split the procedure into "
+                "smaller SOPs",
+            )
+        ]
+    )
+
+
 def check_yaml_limits(text: str, file: str) -> None:
-    """Raise one problem when ``text`` nests too deep, expands aliases too far, or carries a
-    tag outside YAML's core schema. YAML syntax errors are left to the parser that follows."""
+    """Raise one problem when ``text`` is too large, nests too deep, expands aliases too far,
+    or carries a tag outside YAML's core schema. Syntax errors are left to the parser."""
+    if len(text) > MAX_SOP_BYTES:
+        raise _too_large(file)
     depth = 0
     # Expanded size of each open collection, and of each anchored value by anchor name.
     sizes: list[int] = [0]

@@ -19,8 +19,8 @@ class InputSpecError(ValueError):
 def _describe(value: Any) -> str:
     if value is None:
         return "JSON null"
-    kind = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list"}
-    return f"JSON {kind.get(type(value), type(value).__name__)}"
+    kinds = {bool: "boolean", int: "number", float: "number", str: "string", list: "list"}
+    return f"a JSON {kinds.get(type(value), type(value).__name__)}"
 
 
 def read_input(spec: str) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def read_input(spec: str) -> dict[str, Any]:
         try:
             json.loads(text)
         except json.JSONDecodeError:
-            if not (_JSON_MARKS & set(spec) or " " in spec.strip()):
+            if not _JSON_MARKS & set(spec):
                 raise InputSpecError(
                     f"--input {spec}: no such file; pass a JSON file, '-' for stdin, or an "
                     "inline JSON object"
@@ -53,7 +53,7 @@ def read_input(spec: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         src = f" ({where})" if where else ""
         raise InputSpecError(
-            f"--input {_short(spec)}{src}: not valid JSON ({exc.msg} at line {exc.lineno} "
+            f"--input {_short(spec)}{src}: not JSON ({exc.msg} at line {exc.lineno} "
             f'column {exc.colno}); pass a JSON object such as \'{{"type": "..."}}\''
         ) from None
     if not isinstance(data, dict):

@@ -12,10 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sopgraph.graphs.loader import SopError, load_sop, load_sop_text, parse_yaml
 from sopgraph.graphs.validate import find_warnings
-from sopgraph.graphs.yaml_limits import MAX_SOP_BYTES
+from sopgraph.graphs.yaml_limits import MAX_NODES, MAX_SOP_BYTES
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BAD = sorted((DATA / "bad_sops").glob("*.yaml"))
@@ -285,3 +286,24 @@ def test_aliases_within_the_limit_still_load():
     text = SMALL.replace("params: {limit: 3}", "params: &p {limit: 3}") + "    title: *p\n"
     assert "title" in _problems(text)[0]  # the alias expanded; the model then rejects a mapping
     assert _problems(SMALL.replace("text: Above {limit}.", "text: &t Above {limit}.")) == []
+
+
+def test_an_sop_beyond_the_node_limit_is_refused_in_one_line(tmp_path):
+    """A 10,000-node chain: its run would checkpoint O(N^2) state, so it is refused up front."""
+    nodes = {"n0": {"kind": "observation", "text": "start", "next": {"always": ["n1"]}}}
+    for i in range(1, 10_000):
+        nodes[f"n{i}"] = {"kind": "action", "text": f"step {i}"}
+        if i < 9_999:
+            nodes[f"n{i}"]["next"] = {"true": [f"n{i + 1}"]}
+    sop = tmp_path / "chain.yaml"
+    sop.write_text(yaml.safe_dump({"id": "chain", "entry": {"x": ["n0"]}, "nodes": nodes}))
+    with pytest.raises(SopError) as info:
+        load_sop(sop)
+    (problem,) = info.value.problems
+    assert str(problem).startswith(
+        f"error: {sop}:5: -: the SOP has 10,000 nodes; sopgraph runs SOPs of at most 1,000"
+    )
+    at_limit = dict(list(nodes.items())[:MAX_NODES])
+    at_limit[f"n{MAX_NODES - 1}"].pop("next")
+    sop.write_text(yaml.safe_dump({"id": "chain", "entry": {"x": ["n0"]}, "nodes": at_limit}))
+    assert len(load_sop(sop).nodes) == MAX_NODES
