@@ -15,7 +15,7 @@ import yaml
 
 from sopgraph.graphs.problems import Problem, SopError
 
-MAX_SOP_BYTES = 4 * 1024 * 1024  # the largest SOP file read (the 44-node triage SOP: 40 KB)
+MAX_SOP_BYTES = 4 * 1024 * 1024  # the largest SOP file read (the 64-node triage SOP: 21 KB)
 MAX_DEPTH = 64  # nesting of mappings and lists (a node's predicate sits at depth 7)
 # Nodes per SOP: LangGraph checkpoints a run's whole trail at every superstep, so a path of
 # N nodes writes O(N^2) (a 1,000-node chain: ~0.3 GB in memory, ~0.2 GB of SQLite).
