@@ -27,7 +27,12 @@ from sopgraph.graphs.model import (
 )
 from sopgraph.graphs.problems import Problem, SopError
 from sopgraph.graphs.validate import validate
-from sopgraph.graphs.yaml_limits import MAX_NODES, MAX_SOP_BYTES, decode_sop_bytes
+from sopgraph.graphs.yaml_limits import (
+    MAX_NODES,
+    MAX_SOP_BYTES,
+    decode_sop_bytes,
+    too_many_nodes,
+)
 from sopgraph.graphs.yaml_lines import LineMap, parse_yaml
 
 # Other modules take the file-level API from here; parsing and problems live next door.
@@ -189,19 +194,8 @@ def load_sop_text(text: str, file: str = "<sop>", check: bool = True) -> Sop:
             ]
         )
     nodes = data.get("nodes")
-    if isinstance(nodes, dict) and len(nodes) > MAX_NODES:
-        raise SopError(
-            [
-                Problem(
-                    file,
-                    lines.of("nodes"),
-                    "",
-                    f"the SOP has {len(nodes):,} nodes; sopgraph runs SOPs of at most "
-                    f"{MAX_NODES:,} (a run checkpoints its whole trail at every step, so its "
-                    "memory and disk grow with the square of its path); split it into smaller SOPs",
-                )
-            ]
-        )
+    if isinstance(nodes, dict) and len(nodes) > MAX_NODES:  # e.g. nodes merged in by aliases
+        raise too_many_nodes(file, lines.of("nodes"), len(nodes))
     if isinstance(nodes, dict):
         for node_id, node in nodes.items():
             kind = node.get("kind") if isinstance(node, dict) else None

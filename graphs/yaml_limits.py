@@ -93,77 +93,104 @@ def _too_large(file: str) -> SopError:
     )
 
 
+def _problem(file: str, line: int, message: str) -> SopError:
+    return SopError([Problem(file, line, "", message)])
+
+
+def too_many_nodes(file: str, line: int, count: int) -> SopError:
+    return _problem(
+        file,
+        line,
+        f"the SOP has {count:,} nodes; sopgraph runs SOPs of at most {MAX_NODES:,} (a run "
+        "checkpoints its whole trail at every step, so its memory and disk grow with the square "
+        "of its path); split it into smaller SOPs",
+    )
+
+
 def check_yaml_limits(text: str, file: str) -> None:
     """Raise one problem when ``text`` is too large, nests too deep, expands aliases too far,
-    or carries a tag outside YAML's core schema. Syntax errors are left to the parser."""
+    carries a tag outside YAML's core schema or holds more than ``MAX_NODES`` nodes.
+
+    One pass over the parser's events, before any tree is built. Syntax errors are left to
+    the parser that follows, which words them with their line.
+    """
     if len(text) > MAX_SOP_BYTES:
         raise _too_large(file)
-    depth = 0
-    # Expanded size of each open collection, and of each anchored value by anchor name.
-    sizes: list[int] = [0]
+    # Per open collection: [expanded size so far, anchor, is mapping, items seen].
+    stack: list[list] = [[0, None, False, 0]]
     anchors: dict[str, int] = {}
-    open_anchors: list[str | None] = []
+    total = 0  # values after expanding aliases
+    nodes_line, nodes_count, in_nodes = 0, 0, False
     try:
         for event in _events(text):
-            line = event.start_mark.line + 1 if event.start_mark else 1
-            tag = getattr(event, "tag", None)
-            if tag and tag != "!" and tag not in _CORE_TAGS:
-                shown = tag.replace("tag:yaml.org,2002:", "!!")
-                raise SopError(
-                    [
-                        Problem(
-                            file,
-                            line,
-                            "",
-                            f"unsupported YAML tag '{shown}': an SOP holds plain text, numbers, "
-                            "lists and mappings; remove the tag",
-                        )
-                    ]
-                )
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise SopError(
-                        [
-                            Problem(
-                                file,
-                                line,
-                                "",
-                                f"nested more than {MAX_DEPTH} levels deep (the limit); an SOP "
-                                "needs about 8, so flatten it or close the brackets",
-                            )
-                        ]
+            kind = type(event)
+            if (
+                kind is yaml.ScalarEvent
+                or kind is yaml.MappingStartEvent
+                or (kind is yaml.SequenceStartEvent)
+            ):
+                tag = event.tag
+                if tag and tag != "!" and tag not in _CORE_TAGS:
+                    shown = tag.replace("tag:yaml.org,2002:", "!!")
+                    raise _problem(
+                        file,
+                        event.start_mark.line + 1,
+                        f"unsupported YAML tag '{shown}': an SOP holds plain text, numbers, "
+                        "lists and mappings; remove the tag",
                     )
-                sizes.append(0)
-                open_anchors.append(event.anchor)
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                parent = stack[-1]
+                parent[3] += 1
+                if len(stack) == 2 and in_nodes is None:
+                    in_nodes = True  # the value of the top-level 'nodes' key
+                elif in_nodes is None:
+                    in_nodes = False
+                stack.append([0, event.anchor, kind is yaml.MappingStartEvent, 0])
+                if len(stack) - 1 > MAX_DEPTH:
+                    raise _problem(
+                        file,
+                        event.start_mark.line + 1,
+                        f"nested more than {MAX_DEPTH} levels deep (the limit); an SOP needs "
+                        "about 8, so flatten it or close the brackets",
+                    )
                 continue
-            if isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-                size = sizes.pop() + 1
-                anchor = open_anchors.pop()
+            if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                size, anchor, _, _ = stack.pop()
+                size += 1
                 if anchor:
                     anchors[anchor] = size
-            elif isinstance(event, yaml.ScalarEvent):
+                if len(stack) == 2 and in_nodes:
+                    in_nodes = False
+                stack[-1][0] += size
+                total += 1
+                continue
+            if kind is yaml.ScalarEvent:
                 size = 1
+                top = stack[-1]
+                top[3] += 1
+                if len(stack) == 2 and top[2] and top[3] % 2 == 1 and event.value == "nodes":
+                    in_nodes, nodes_line = None, event.start_mark.line + 1
+                elif in_nodes is None and len(stack) == 2:
+                    in_nodes = False  # 'nodes' holds a scalar: the model reports it
+                elif in_nodes and len(stack) == 3 and top[3] % 2 == 1:
+                    nodes_count += 1
                 if event.anchor:
                     anchors[event.anchor] = 1
-            elif isinstance(event, yaml.AliasEvent):
+            elif kind is yaml.AliasEvent:
                 size = anchors.get(event.anchor, 1)
+                stack[-1][3] += 1
             else:
                 continue
-            sizes[-1] += size
-            if sizes[-1] > MAX_VALUES or sum(sizes) > MAX_VALUES:
-                raise SopError(
-                    [
-                        Problem(
-                            file,
-                            line,
-                            "",
-                            f"the document expands to more than {MAX_VALUES:,} values (the "
-                            "limit), e.g. aliases of aliases; write the values out or use "
-                            "fewer aliases",
-                        )
-                    ]
+            stack[-1][0] += size
+            total += size
+            if total > MAX_VALUES:
+                raise _problem(
+                    file,
+                    event.start_mark.line + 1,
+                    f"the document expands to more than {MAX_VALUES:,} values (the limit), "
+                    "e.g. aliases of aliases; write the values out or use fewer aliases",
                 )
     except yaml.YAMLError:
         return  # a syntax error: the parser that follows words it, with its line
+    if nodes_count > MAX_NODES:
+        raise too_many_nodes(file, nodes_line, nodes_count)

@@ -113,6 +113,8 @@ def test_no_edit_of_a_file_raises_anything_but_sop_error(path: Path):
     if text is None:
         pytest.skip("not UTF-8 text on purpose")
     rows = text.splitlines(keepends=True)
+    if len(rows) > 200:  # each variant is a whole load: keep this check to hand-written sizes
+        pytest.skip("too many lines to cut at every one")
     variants = ["".join(rows[:i]) for i in range(len(rows))]
     variants += ["".join(rows[:i] + rows[i + 1 :]) for i in range(len(rows))]
     for text in variants:
