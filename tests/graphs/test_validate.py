@@ -244,13 +244,21 @@ def test_cli_bad_sops(capsys):
         assert "Traceback" not in stderr, (path.name, stderr)
         assert len(errors) == 1 and len(stderr.splitlines()) == 1, (path.name, stderr)
         assert errors[0].startswith(f"error: {path}:{line}: {node}: ") and part in errors[0]
+    loads = {}
+    for path in BAD:  # the loader alone, without the interpreter's start and imports
+        start = time.perf_counter()
+        with pytest.raises(SopError):
+            load_sop(path)
+        loads[path.name] = time.perf_counter() - start
+    slow_load = max(loads, key=loads.get)
     slowest = max(results.items(), key=lambda kv: kv[1][2])
     biggest = max(results.items(), key=lambda kv: kv[1][3])
     with capsys.disabled():  # a printed check, not an assert: timings vary with the machine
         print(
             f"\nbad SOPs: {len(BAD)}; slowest {slowest[0].name} {slowest[1][2]:.2f} s "
             f"(target < 2 s, a whole `sopgraph validate` process); largest peak RSS "
-            f"{biggest[0].name} {biggest[1][3]:.0f} MB (limit 200 MB)"
+            f"{biggest[0].name} {biggest[1][3]:.0f} MB (limit 200 MB); slowest load in "
+            f"process {slow_load} {loads[slow_load] * 1000:.0f} ms"
         )
 
 
