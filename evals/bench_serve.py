@@ -203,8 +203,9 @@ async def mcp_server(sop_dir: Path, home: Path) -> AsyncIterator[tuple[str, int]
     port = free_port()
     env = {**os.environ, "SOPGRAPH_SOPS": str(sop_dir), "SOPGRAPH_HOME": str(home)}
     proc = subprocess.Popen(
+        # --approval client: the benchmark, as the operator, lets its client approve by policy
         [sys.executable, "-m", "sopgraph", "mcp", "serve", "--transport", "http",
-         "--port", str(port)],
+         "--port", str(port), "--approval", "client"],
         env=env, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

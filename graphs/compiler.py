@@ -14,8 +14,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
+from sopgraph.graphs.input_schema import (
+    InputError,
+    entry_nodes,
+    graph_input_typeddict,
+    validate_run_input,
+)
 from sopgraph.graphs.model import Node, Sop, Verdict
-from sopgraph.graphs.routing import fired_children
+from sopgraph.graphs.routing import fired_children, unmatched_reason
 from sopgraph.graphs.services import Services
 from sopgraph.graphs.state import RunState
 from sopgraph.graphs.telemetry import node_span, record_action, record_outcome
@@ -25,13 +31,6 @@ from sopgraph.nodes.executor import ExecutorChain, Unavailable
 from sopgraph.nodes.tool_node import ToolExecutor
 
 APPROVAL_POLICIES = ("ask", "approve", "reject")
-
-
-def entry_nodes(sop: Sop, inp: dict[str, Any]) -> list[str]:
-    kind = inp.get("type")
-    if kind is None and len(sop.entry) == 1:
-        return next(iter(sop.entry.values()))
-    return sop.entry.get(str(kind), [])
 
 
 def _takes_nodes(router: Any) -> bool:
@@ -64,8 +63,9 @@ class _NodeRunner:
         node = self.node
         visits = (state.get("visits") or {}).get(node.id, 0)
         if node.max_visits is not None and visits >= node.max_visits:
-            step = _step(node, status="bound", error=f"visit bound {node.max_visits} reached")
-            return Command(update={"trail": [step]}, goto=[])
+            reason = f"visit bound {node.max_visits} reached: the loop never took its exit"
+            step = _step(node, status="bound", error=reason)
+            return Command(update={"trail": [step], "bounded": {node.id: reason}}, goto=[])
         if visits and not self.in_cycle:
             return Command(goto=[])  # already decided when another parent reached it
         run_id = str((config.get("configurable") or {}).get("thread_id", ""))
@@ -112,9 +112,14 @@ class _NodeRunner:
                 update["unresolved"] = {node.id: reason}
             if route:  # what the router offered, called and spent
                 common["route"] = route
+        status = "decided"
+        if not children and node.next.when and "unresolved" not in update:
+            # the verdict's value is one the SOP's conditions did not foresee
+            status, common["error"] = "unmatched", unmatched_reason(verdict)
+            update["unmatched"] = {node.id: common["error"]}
         step = _step(
             node,
-            status="decided",
+            status=status,
             fired=children,
             explanation=verdict.explanation,
             **_verdict_fields(verdict),
@@ -144,8 +149,9 @@ class _NodeRunner:
 
     async def _action(self, ctx, config: RunnableConfig, span) -> Command:
         node = self.node
-        policy = (config.get("configurable") or {}).get("approval", "ask")
-        approved, how = True, "not gated"
+        conf = config.get("configurable") or {}
+        policy = conf.get("approval", "ask")
+        approved, how, who = True, "not gated", None
         if node.approval == "required":
             if policy == "ask":
                 answer = interrupt(
@@ -157,8 +163,12 @@ class _NodeRunner:
                     }
                 )
                 approved, how = decide_approval(answer), "human"
+                who = answer.get("by") if isinstance(answer, dict) else None
             else:
                 approved, how = policy == "approve", f"policy:{policy}"
+                who = conf.get("approver")
+            # the client or user who answered (LangGraph server: the authenticated user)
+            who = who or conf.get("langgraph_auth_user_id") or "unknown (no approver given)"
         record: dict[str, Any] = {
             "node": node.id,
             "cost": node.cost,
@@ -166,6 +176,8 @@ class _NodeRunner:
             "by": how,
             "text": ctx.text,
         }
+        if who:
+            record["approver"] = who
         fired_on_error: list[str] = []
         outcome = None
         if approved and self.services.registry.has(node.tool_name):
@@ -202,7 +214,8 @@ def compile_sop(sop: Sop, services: Services, checkpointer: Any = None, name: st
         >>> graph = compile_sop(load_sop("examples/service_interruption"), services)
         >>> await graph.ainvoke({"input": {"case_id": "c1"}}, {"configurable": {"thread_id": "t1"}})
     """
-    builder = StateGraph(RunState)
+    # the input schema is what LangGraph Studio and its clients show and send
+    builder = StateGraph(RunState, input_schema=graph_input_typeddict(sop))
     parents = parents_of(sop)
     cyclic = nodes_in_cycles(sop)
     for nid, node in sop.nodes.items():
@@ -215,7 +228,13 @@ def compile_sop(sop: Sop, services: Services, checkpointer: Any = None, name: st
 
     # async: LangGraph runs a sync router in its thread pool, one thread hop per run
     async def route_entry(state: RunState) -> list[str]:
-        return entry_nodes(sop, state.get("input") or {})
+        inp = state.get("input")
+        if inp is None:  # e.g. an alarm sent flat: its fields are not the graph's input
+            raise InputError(
+                'no run input: send it under "input", e.g. {"input": {"type": ...}}; fields '
+                "sent beside it are ignored"
+            )
+        return entry_nodes(sop, validate_run_input(sop, inp))
 
     builder.add_conditional_edges(START, route_entry, entries)
     return builder.compile(checkpointer=checkpointer, name=name or sop.id)

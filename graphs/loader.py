@@ -8,14 +8,31 @@ module turns model (pydantic) errors into problems and ties the steps together.
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from sopgraph.graphs.model import NODE_KINDS, Api, Condition, Next, Node, Predicate, Sop
+from sopgraph.graphs.model import (
+    NODE_KINDS,
+    Api,
+    Condition,
+    InputField,
+    Next,
+    Node,
+    Predicate,
+    Sop,
+)
 from sopgraph.graphs.problems import Problem, SopError
 from sopgraph.graphs.validate import validate
+from sopgraph.graphs.yaml_limits import (
+    MAX_NODES,
+    MAX_SOP_BYTES,
+    decode_sop_bytes,
+    too_many_nodes,
+)
 from sopgraph.graphs.yaml_lines import LineMap, parse_yaml
 
 # Other modules take the file-level API from here; parsing and problems live next door.
@@ -25,8 +42,8 @@ __all__ = ["LineMap", "Problem", "SopError", "load_sop", "load_sop_text", "parse
 def _allowed_fields(loc: tuple[Any, ...]) -> list[str]:
     """Field names (as written in YAML) of the model found at ``loc``."""
     shape = tuple("*" if isinstance(p, int) else p for p in loc)
-    if shape[:1] == ("nodes",) and len(shape) >= 2:
-        shape = ("nodes", "<id>", *shape[2:])
+    if shape[:1] in (("nodes",), ("input",)) and len(shape) >= 2:
+        shape = (shape[0], "<id>", *shape[2:])
     model = {
         (): Sop,
         ("nodes", "<id>"): Node,
@@ -34,6 +51,7 @@ def _allowed_fields(loc: tuple[Any, ...]) -> list[str]:
         ("nodes", "<id>", "api"): Api,
         ("nodes", "<id>", "next", "when", "*"): Condition,
         ("nodes", "<id>", "next", "when", "*", "if"): Predicate,
+        ("input", "<id>"): InputField,
     }.get(shape)
     if model is None:
         return []
@@ -136,7 +154,8 @@ def _pydantic_problems(exc: ValidationError, data: Any, file: str, lines: LineMa
                 + f"; got {got}"
             )
         else:
-            what = err["msg"][:1].lower() + err["msg"][1:]
+            text = err["msg"].removeprefix("Value error, ")
+            what = text[:1].lower() + text[1:]
             msg = f"{field_path}: {what}" + (
                 "" if isinstance(err["input"], dict) else f", got {got}"
             )
@@ -175,6 +194,8 @@ def load_sop_text(text: str, file: str = "<sop>", check: bool = True) -> Sop:
             ]
         )
     nodes = data.get("nodes")
+    if isinstance(nodes, dict) and len(nodes) > MAX_NODES:  # e.g. nodes merged in by aliases
+        raise too_many_nodes(file, lines.of("nodes"), len(nodes))
     if isinstance(nodes, dict):
         for node_id, node in nodes.items():
             kind = node.get("kind") if isinstance(node, dict) else None
@@ -204,15 +225,38 @@ def load_sop_text(text: str, file: str = "<sop>", check: bool = True) -> Sop:
     return sop
 
 
+def read_sop_file(path: Path) -> str:
+    """The text of an SOP file, read only if it is a regular file within the size limit."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise SopError([Problem(str(path), 1, "", "no such SOP file; check the path")]) from None
+    except OSError as exc:
+        raise SopError(
+            [Problem(str(path), 1, "", f"cannot open the SOP file ({exc.strerror}); check it")]
+        ) from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SopError(
+                [
+                    Problem(
+                        str(path),
+                        1,
+                        "",
+                        "not a regular file (a device, pipe or socket, maybe through a "
+                        "symlink); give an SOP YAML file",
+                    )
+                ]
+            )
+        data = f.read(MAX_SOP_BYTES + 1)  # one byte over the limit is enough to refuse
+    return decode_sop_bytes(data, str(path))
+
+
 def load_sop(path: str | Path, check: bool = True) -> Sop:
     """Load an SOP file (or a directory holding ``sop.yaml``)."""
     p = Path(path)
     if p.is_dir():
         p = p / "sop.yaml"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SopError([Problem(str(p), 1, "", "no such SOP file; check the path")]) from None
-    except (IsADirectoryError, UnicodeDecodeError) as exc:
-        raise SopError([Problem(str(p), 1, "", f"cannot read the SOP file: {exc}")]) from None
+    text = read_sop_file(p)
     return load_sop_text(text, str(path if Path(path).is_file() else p), check=check)

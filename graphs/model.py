@@ -17,6 +17,10 @@ VERDICT_KEYS = ("true", "false", "no_data")
 # Keys of a node's `next` mapping besides the structured `when` list.
 EDGE_KEYS = (*VERDICT_KEYS, "always", "on_error")
 
+# A loop's visit bound: more would only hide a loop that never exits.
+MAX_VISITS = 100
+INPUT_TYPES = ("string", "integer", "number", "boolean", "datetime", "object", "list")
+
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "exists"]
 
 
@@ -108,7 +112,16 @@ class Node(BaseModel):
     next: Next = Field(default_factory=Next)
     cost: Literal["low", "medium", "high"] = "low"
     approval: Literal["none", "required"] = "none"
-    max_visits: int | None = Field(default=None, ge=1)
+    max_visits: int | None = None
+
+    @field_validator("max_visits", mode="before")
+    @classmethod
+    def _whole_visits(cls, v: Any) -> Any:
+        if v is not None and (
+            isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_VISITS
+        ):
+            raise ValueError(f"must be a whole number from 1 to {MAX_VISITS}")
+        return v
 
     @property
     def is_action(self) -> bool:
@@ -119,15 +132,35 @@ class Node(BaseModel):
         return self.tool or self.id
 
 
+class InputField(BaseModel):
+    """One field of an SOP's run input: its type, whether it is required, an example.
+
+    ``required_for`` lists entry types that need the field when it is not required by all.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal[INPUT_TYPES] = "string"  # type: ignore[valid-type]
+    required: bool = False
+    required_for: list[str] = Field(default_factory=list)
+    description: str = ""
+    example: Any = None
+    values: list[Any] | None = None  # the allowed values, when only a few are
+
+    def required_by(self, entry_type: str | None) -> bool:
+        return self.required or (entry_type is not None and entry_type in self.required_for)
+
+
 class Sop(BaseModel):
     """A whole SOP file."""
 
     model_config = ConfigDict(extra="forbid")
     id: str
     title: str = ""
-    version: int = 1
+    version: int = Field(default=1, ge=1, le=1_000_000, strict=True)
     description: str = ""
     params: dict[str, Any] = Field(default_factory=dict)
+    # The run input's fields (besides ``type``, which picks the entry); validated before a run.
+    input: dict[str, InputField] = Field(default_factory=dict)
     entry: dict[str, list[str]]
     nodes: dict[str, Node]
 

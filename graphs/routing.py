@@ -78,3 +78,10 @@ def fired_children(node: Node, verdict: Verdict) -> tuple[list[str], list[tuple[
         elif predicate_holds(cond.if_, verdict):
             out += cond.then
     return list(dict.fromkeys(out)), open_conditions
+
+
+def unmatched_reason(verdict: Verdict) -> str:
+    """Why a node whose ``next.when`` conditions all failed stopped its branch."""
+    seen = f" (observed {verdict.observed!r})" if verdict.observed is not None else ""
+    text = f"verdict {verdict.value}{seen} matched no branch"
+    return (text if len(text) <= 200 else text[:197] + "...") + "; add a branch for it to the SOP"

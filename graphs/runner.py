@@ -9,14 +9,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, nullcontext
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.types import Command
 from pydantic import BaseModel, Field, computed_field
 
-from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop, entry_nodes
+from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop
+from sopgraph.graphs.input_schema import InputError, validate_run_input
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Sop, Verdict
 from sopgraph.graphs.services import Services
@@ -34,22 +34,36 @@ from sopgraph.tools.registry import Registry
 StepCallback = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
-class InputError(ValueError):
-    """A run input that does not fit the SOP; ``str`` is one line saying how to fix it."""
+RunStatus = Literal["done", "interrupted", "unresolved", "unmatched", "bounded"]
+# The CLI's exit code per status (README, `sopgraph --help`); 2 is a mistake in the input.
+EXIT_CODES: dict[str, int] = {
+    "done": 0,
+    "interrupted": 0,
+    "unresolved": 1,
+    "unmatched": 3,
+    "bounded": 4,
+}
 
 
 class RunResult(BaseModel):
-    """The outcome of a run (or of the part that ran before an interrupt)."""
+    """The outcome of a run (or of the part that ran before an interrupt).
+
+    ``status``: ``interrupted`` (a gated action waits), else ``unresolved`` (a node no executor
+    could decide), ``unmatched`` (a verdict matched none of a node's ``next.when`` branches),
+    ``bounded`` (a loop ran out of ``max_visits`` without taking its exit), else ``done``.
+    """
 
     thread_id: str
     sop_id: str
-    status: Literal["done", "interrupted", "unresolved"]
+    status: RunStatus
     input: dict[str, Any] = Field(default_factory=dict)
     verdicts: dict[str, Verdict] = Field(default_factory=dict)
     path: list[str] = Field(default_factory=list)
     actions: list[dict[str, Any]] = Field(default_factory=list)
     trail: list[dict[str, Any]] = Field(default_factory=list)
     unresolved: dict[str, str] = Field(default_factory=dict)
+    unmatched: dict[str, str] = Field(default_factory=dict)
+    bounded: dict[str, str] = Field(default_factory=dict)
     interrupts: list[dict[str, Any]] = Field(default_factory=list)
     resumed: bool = False
     stored: bool = False  # the thread had already finished or paused: nothing was run now
@@ -94,25 +108,8 @@ def sop_dir_of(sop_path: str | Path) -> Path:
 
 
 def check_input(sop: Sop, inp: Any) -> dict[str, Any]:
-    if not isinstance(inp, dict):
-        raise InputError('run input must be a JSON object such as {"type": ..., "site": ...}')
-    if not entry_nodes(sop, inp):
-        kinds = ", ".join(sorted(sop.entry))
-        got = inp.get("type")
-        what = f"unknown input type {got!r}" if got is not None else "input has no 'type'"
-        raise InputError(f"{what} for SOP {sop.id}; use one of: {kinds}")
-    for key in ("site", "timestamp"):
-        if key in inp and inp[key] is not None and not isinstance(inp[key], str):
-            raise InputError(f"input '{key}' must be a string, got {inp[key]!r}")
-    ts = inp.get("timestamp")
-    if ts:
-        try:
-            datetime.fromisoformat(ts.replace("Z", "+00:00"))
-        except ValueError:
-            raise InputError(
-                f"input 'timestamp' {ts!r} is not an ISO 8601 time such as 2025-03-03T04:20:59Z"
-            ) from None
-    return inp
+    """``inp`` if it fits the SOP's entries and input contract, else one ``InputError``."""
+    return validate_run_input(sop, inp)
 
 
 def default_checkpoint_path() -> Path:
@@ -183,11 +180,13 @@ class Session:
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()
 
-    def _config(self, thread_id: str, approval: str | None = None) -> dict[str, Any]:
-        return {
-            "configurable": {"thread_id": thread_id, "approval": approval or self.approval},
-            "recursion_limit": 10_000,
-        }
+    def _config(
+        self, thread_id: str, approval: str | None = None, approver: str | None = None
+    ) -> dict[str, Any]:
+        configurable = {"thread_id": thread_id, "approval": approval or self.approval}
+        if approver:  # who answers gated actions by policy, recorded with each action
+            configurable["approver"] = approver
+        return {"configurable": configurable, "recursion_limit": 10_000}
 
     async def _drive(
         self, payload: Any, config: dict[str, Any], on_step: StepCallback | None
@@ -213,16 +212,18 @@ class Session:
         thread_id: str | None = None,
         approval: str | None = None,
         on_step: StepCallback | None = None,
+        approver: str | None = None,
     ) -> RunResult:
         """Start a run, or resume an unfinished one on ``thread_id`` (a finished one is returned).
 
-        ``on_step(node_id, update)`` is awaited after each node that changed the run state.
+        ``on_step(node_id, update)`` is awaited after each node that changed the run state;
+        ``approver`` (who set ``approval``) is recorded with each gated action it decides.
         """
         # A thread id made here has no checkpoint to look up; 80 random bits keep it unique in a
         # checkpoint store that many workers share (48 would collide about once in 17M runs).
         fresh = thread_id is None
         thread_id = thread_id or uuid.uuid4().hex[:20]
-        config = self._config(thread_id, approval)
+        config = self._config(thread_id, approval, approver)
         snapshot = None if fresh else await self.graph.aget_state(config)
         if snapshot is not None and snapshot.values:
             if snapshot.next and not snapshot.interrupts:
@@ -237,8 +238,10 @@ class Session:
         decision: Any,
         interrupt_id: str | None = None,
         on_step: StepCallback | None = None,
+        approver: str | None = None,
     ) -> RunResult:
-        """Answer the pending gated action(s) of ``thread_id`` with approve or reject."""
+        """Answer the pending gated action(s) of ``thread_id`` with approve or reject;
+        ``approver`` (which client or user answers) is recorded with the action."""
         config = self._config(thread_id)
         snapshot = await self.graph.aget_state(config)
         if not snapshot.values:
@@ -258,7 +261,8 @@ class Session:
             if interrupt_id not in ids:
                 raise InputError(f"run {thread_id!r} has no pending interrupt {interrupt_id!r}")
             ids = [interrupt_id]
-        resume = Command(resume={i: decision for i in ids})
+        answer = {"decision": decision, "by": approver} if approver else decision
+        resume = Command(resume={i: answer for i in ids})
         return await self._invoke(resume, config, on_step, "resume", snapshot)
 
     async def _invoke(
@@ -305,7 +309,14 @@ class Session:
             for i in pending
         ]
         unresolved = values.get("unresolved") or {}
-        status = "interrupted" if interrupts else ("unresolved" if unresolved else "done")
+        unmatched, bounded = values.get("unmatched") or {}, values.get("bounded") or {}
+        status = next(
+            (name for name, hit in (
+                ("interrupted", interrupts), ("unresolved", unresolved),
+                ("unmatched", unmatched), ("bounded", bounded),
+            ) if hit),
+            "done",
+        )  # fmt: skip
         trail = values.get("trail") or []
         return RunResult(
             thread_id=thread_id,
@@ -317,6 +328,8 @@ class Session:
             actions=values.get("actions") or [],
             trail=trail,
             unresolved=unresolved,
+            unmatched=unmatched,
+            bounded=bounded,
             interrupts=interrupts,
             resumed=resumed,
             stored=stored,

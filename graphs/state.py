@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
+
+# typing_extensions: pydantic (and so LangGraph Studio's schema) needs it on Python < 3.12
+from typing_extensions import TypedDict
 
 
 def merge_dicts(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -23,7 +26,9 @@ class RunState(TypedDict, total=False):
 
     ``verdicts`` maps node id to a Verdict dict (the latest when a loop revisits a node);
     ``trail`` is every step in order (node, executor, verdict, children fired, ms);
-    ``unresolved`` maps node id to the reason no executor could decide it.
+    ``unresolved`` maps node id to the reason no executor could decide it;
+    ``unmatched`` a node whose verdict matched none of its ``next.when`` branches, and
+    ``bounded`` a loop node met again after its ``max_visits``, to a one-line reason.
     """
 
     input: dict[str, Any]
@@ -32,3 +37,5 @@ class RunState(TypedDict, total=False):
     actions: Annotated[list[dict[str, Any]], operator.add]
     visits: Annotated[dict[str, int], add_counts]
     unresolved: Annotated[dict[str, str], merge_dicts]
+    unmatched: Annotated[dict[str, str], merge_dicts]
+    bounded: Annotated[dict[str, str], merge_dicts]

@@ -36,7 +36,6 @@ from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry
 
-DEFAULT_SOP = "service_interruption"
 log = logging.getLogger(__name__)
 
 
@@ -135,12 +134,18 @@ def _cached_graph(sop_path: Path, mtime: float) -> Pregel:
 
 
 def sop(config: RunnableConfig) -> Pregel:
-    """Graph factory: the SOP named by ``configurable.sop`` (default: service_interruption).
+    """Graph factory: the SOP named by ``configurable.sop`` (without one, every run fails
+    saying so).
 
     The server calls it for every run and state read, with the assistant's configuration
     merged with the run's; graphs are cached per SOP file and rebuilt when it changes.
     """
-    spec = (config.get("configurable") or {}).get("sop") or DEFAULT_SOP
+    spec = (config.get("configurable") or {}).get("sop")
+    if not spec:  # running some default SOP instead would return its empty verdicts
+        names = ", ".join(sorted(p.parent.name for p in EXAMPLES.glob("*/sop.yaml")))
+        return broken_graph(
+            "sop", f"set configurable.sop to an SOP path or one of: {names} (none was given)"
+        )
     path = resolve_sop(spec)
     sop_file = path / "sop.yaml" if path.is_dir() else path
     return _cached_graph(path, sop_file.stat().st_mtime if sop_file.exists() else 0.0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from sopgraph.graphs.input_schema import input_value_problem
 from sopgraph.graphs.model import Node, Predicate, Sop
 from sopgraph.graphs.problems import Problem
 from sopgraph.graphs.topology import Graph, cycles, edges_of, graph_of, reach, shortest_cycle
@@ -26,6 +27,9 @@ _RESERVED_IDS = ("__start__", "__end__")
 # Function-calling APIs accept only these names.
 _API_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Anything between braces without spaces that str.format would read as a field: positions
+# ``{0}``, ``{}``, attributes ``{x.attr}``, items ``{x[0]}``, specs ``{x:>10}``, ``{x!r}``.
+_FORMAT_FIELD = re.compile(r"\{(\w*(?:[.\[:!][^{}\s]*)?)\}")
 _NEEDS_VALUE = ("lt", "le", "gt", "ge", "in", "not_in", "contains")
 
 
@@ -85,6 +89,7 @@ class _Checker:
             self._check_edges(node)
             self._check_node(node)
         self._check_params()
+        self._check_input()
         graph = self._graph()
         # An unresolvable typo would make every node after it look unreachable.
         if all(self.guess.values()):
@@ -192,6 +197,13 @@ class _Checker:
                     "'approval' only gates actions; remove it, or make this node an action",
                 )
             return
+        if node.approval == "required" and "cost" not in node.model_fields_set:
+            self._add(
+                at(nid, "approval"),
+                nid,
+                "a gated action needs a 'cost' (low, medium or high) so the approver knows "
+                "what is at stake; add e.g. 'cost: high'",
+            )
         never = "never run: an action ends approved/done (true) or rejected (false)"
         if node.next.no_data:
             self._add(
@@ -225,6 +237,18 @@ class _Checker:
 
     def _check_params(self) -> None:
         for node in self.sop.nodes.values():
+            for field in dict.fromkeys(_FORMAT_FIELD.findall(node.text)):
+                if _PARAM.fullmatch("{" + field + "}"):
+                    continue
+                name = re.match(r"[A-Za-z_]\w*", field)
+                fix = f"write '{{{name[0]}}}'" if name else "name a parameter, e.g. '{limit}'"
+                self._add(
+                    self.lines.node(node.id, "text"),
+                    node.id,
+                    f"text placeholder '{{{field}}}' is not a parameter name: only plain "
+                    f"'{{name}}' placeholders are filled (no positions, attributes or format "
+                    f"specs); {fix}",
+                )
             for name in dict.fromkeys(_PARAM.findall(node.text)):
                 if name in self.sop.params:
                     continue
@@ -235,6 +259,35 @@ class _Checker:
                     node.id,
                     f"text uses parameter '{{{name}}}' that 'params' does not define; {hint}",
                 )
+
+    def _check_input(self) -> None:
+        for name, spec in self.sop.input.items():
+            line = self.lines.of("input", name)
+            if name == "type":
+                self._add(
+                    line,
+                    "",
+                    "input field 'type' is implicit (it picks the entry: one of "
+                    f"{', '.join(self.sop.entry)}); remove it from 'input'",
+                )
+                continue
+            for kind in spec.required_for:
+                if kind not in self.sop.entry:
+                    near = difflib.get_close_matches(kind, list(self.sop.entry), n=1)
+                    hint = f"did you mean '{near[0]}'?" if near else "name an entry type"
+                    self._add(
+                        self.lines.of("input", name, "required_for"),
+                        "",
+                        f"input.{name}.required_for names unknown entry type '{kind}'; {hint}",
+                    )
+            if spec.example is not None:
+                problem = input_value_problem(name, spec, spec.example)
+                if problem:
+                    self._add(
+                        self.lines.of("input", name, "example"),
+                        "",
+                        f"input.{name}.example does not fit: {problem}",
+                    )
 
     # -- the whole graph -----------------------------------------------------------------------
 

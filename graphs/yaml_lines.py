@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from sopgraph.graphs.problems import Problem, SopError
+from sopgraph.graphs.yaml_limits import check_yaml_limits
 
 
 @dataclass
@@ -126,7 +127,9 @@ def _syntax_message(exc: yaml.MarkedYAMLError) -> tuple[int, str]:
         return exc.context_mark.line + 1, (
             f"YAML syntax: the {opened} opened on this line is never closed; close it"
         )
-    if "\\t" in problem or "\t" in problem:
+    if "constructor for the tag" in problem:
+        msg = "unsupported YAML tag: an SOP holds plain values; remove the tag"
+    elif "\\t" in problem or "\t" in problem:
         msg = "YAML syntax: a tab character; indent with spaces"
     elif problem.startswith("mapping values are not allowed"):
         msg = "YAML syntax: unexpected ':'; quote text that contains ': ' or fix the indentation"
@@ -160,7 +163,16 @@ def _duplicate_problem(file: str, dup: tuple[tuple[Any, ...], Any, int, int]) ->
 
 
 def parse_yaml(text: str, file: str) -> tuple[Any, LineMap]:
-    """Parse YAML text into data and a line map; raise SopError on syntax or duplicate keys."""
+    """Parse YAML text into data and a line map; raise SopError on syntax or duplicate keys.
+
+    Depth, alias expansion and tags are checked first (``graphs/yaml_limits.py``).
+    """
+    try:
+        check_yaml_limits(text, file)
+    except SopError as exc:
+        first = exc.problems[0]
+        node = _node_at_line(text, first.line)
+        raise SopError([Problem(first.file, first.line, node, first.message)]) from None
     try:
         # libyaml parses ~20x faster; the pure-Python parser words syntax errors better.
         root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -177,8 +189,22 @@ def parse_yaml(text: str, file: str) -> tuple[Any, LineMap]:
     except yaml.MarkedYAMLError as exc:
         line, msg = _syntax_message(exc)
         raise SopError([Problem(file, line, _node_at_line(text, line), msg)]) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        raise SopError(
+            [
+                Problem(
+                    file,
+                    line,
+                    _node_at_line(text, line),
+                    f"the control character U+{exc.character:04X} is not allowed in YAML; "
+                    "remove it",
+                )
+            ]
+        ) from None
     except yaml.YAMLError as exc:
-        raise SopError([Problem(file, 1, "", f"YAML syntax: {exc}")]) from None
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SopError([Problem(file, 1, "", f"YAML syntax: {first}")]) from None
     lines = LineMap()
     if root is not None:
         _walk(root, (), lines)

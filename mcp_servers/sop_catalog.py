@@ -16,6 +16,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.input_schema import example_input, input_json_schema
 from sopgraph.graphs.loader import SopError, load_sop
 from sopgraph.graphs.model import Sop, Verdict
 from sopgraph.graphs.topology import reachable
@@ -40,9 +41,9 @@ class SopSummary(BaseModel):
 class EntryInfo(BaseModel):
     type: str = Field(description="The input's 'type' for this entry.")
     entry_nodes: list[str]
-    required_fields: list[str] = Field(description="Input fields the SOP's tools require.")
-    optional_fields: list[str] = Field(description="Input fields the SOP's tools may read.")
-    example_input: dict[str, Any]
+    required_fields: list[str] = Field(description="Input fields a run of this type requires.")
+    optional_fields: list[str] = Field(description="Input fields it may take besides.")
+    example_input: dict[str, Any] = Field(description="An input run_sop accepts for this type.")
 
 
 class NodeInfo(BaseModel):
@@ -62,6 +63,10 @@ class SopInfo(BaseModel):
     version: int
     description: str
     entries: list[EntryInfo]
+    input_schema: dict[str, Any] | None = Field(
+        description="JSON schema of the run input (the SOP's 'input' section); run_sop "
+        "checks it before any node runs. None when the SOP declares no input section."
+    )
     params: dict[str, Any] = Field(description="Parameters with their default values.")
     sites: list[str] = Field(description="Sites with their own parameters (input 'site').")
     gated_actions: list[str] = Field(description="Action nodes that pause for approval.")
@@ -73,13 +78,23 @@ class RunSummary(BaseModel):
 
     run_id: str = Field(description="Pass to get_run and resume_run.")
     sop_id: str
-    status: Literal["done", "interrupted", "unresolved"]
+    status: Literal["done", "interrupted", "unresolved", "unmatched", "bounded"] = Field(
+        description="done; interrupted (a gated action awaits resume_run); unresolved (a node "
+        "could not be decided); unmatched (a verdict matched none of a node's branches); "
+        "bounded (a loop ran out of visits without taking its exit)."
+    )
     next_step: str = Field(description="What to do next, if anything.")
     path: list[str] = Field(description="Node ids in execution order.")
     verdicts: dict[str, Verdict]
     actions: list[dict[str, Any]]
     pending: list[dict[str, Any]] = Field(description="Gated actions awaiting a decision.")
     unresolved: dict[str, str] = Field(description="Nodes that could not be decided, and why.")
+    unmatched: dict[str, str] = Field(
+        default_factory=dict, description="Nodes whose verdict matched no branch, and why."
+    )
+    bounded: dict[str, str] = Field(
+        default_factory=dict, description="Loop nodes that ran out of visits, and why."
+    )
     input: dict[str, Any]
     resumed: bool
     trail: list[dict[str, Any]] | None = None
@@ -91,6 +106,10 @@ class RunSummary(BaseModel):
             hint = f"call resume_run with decision 'approve' or 'reject' for {nodes}"
         elif result.status == "unresolved":
             hint = "none: some nodes could not be decided (see unresolved)"
+        elif result.status == "unmatched":
+            hint = "none: a verdict matched no branch of the SOP (see unmatched)"
+        elif result.status == "bounded":
+            hint = "none: a loop ran out of visits without taking its exit (see bounded)"
         else:
             hint = "none: the run is finished"
         return cls(
@@ -103,6 +122,8 @@ class RunSummary(BaseModel):
             actions=result.actions,
             pending=result.interrupts,
             unresolved=result.unresolved,
+            unmatched=result.unmatched,
+            bounded=result.bounded,
             input=result.input,
             resumed=result.resumed,
             trail=result.trail if trail else None,
@@ -141,6 +162,7 @@ class CatalogEntry:
             version=sop.version,
             description=sop.description,
             entries=[self._entry(kind, ids, registry) for kind, ids in sop.entry.items()],
+            input_schema=input_json_schema(sop) if sop.input else None,
             params=sop.params,
             sites=sorted(p.stem for p in (self.path / "params").glob("*.yaml")),
             gated_actions=[n.id for n in sop.action_nodes if n.approval == "required"],
@@ -160,6 +182,16 @@ class CatalogEntry:
         )
 
     def _entry(self, kind: str, ids: list[str], registry: Any) -> EntryInfo:
+        if self.sop.input:  # the SOP's own contract, checked by run_sop
+            fields = self.sop.input
+            return EntryInfo(
+                type=kind,
+                entry_nodes=ids,
+                required_fields=[n for n, f in fields.items() if f.required_by(kind)],
+                optional_fields=[n for n, f in fields.items() if not f.required_by(kind)],
+                example_input=example_input(self.sop, kind),
+            )
+        # No contract: what the SOP's tools read from the input, found in their source.
         required: dict[str, None] = {}
         optional: dict[str, None] = {}
         for node_id in self._reachable(ids):

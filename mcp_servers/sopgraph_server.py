@@ -42,8 +42,17 @@ The SOP text (YAML) and its Mermaid diagram are resources sop://<sop_id>/text an
 sop://<sop_id>/mermaid."""
 
 _READ = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
-_RUN = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+# run_sop performs the SOP's actions (their tools), so it is destructive like resume_run.
+_RUN = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
 _RESUME = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+
+# What the operator lets clients do at gated actions (``--approval``); clients never decide
+# more than this: ``ask`` pauses every gated action for resume_run, ``approve``/``reject``
+# decide them all by the operator's policy, ``client`` lets run_sop's ``approval`` decide.
+SERVER_APPROVALS = ("ask", "approve", "reject", "client")
+# Streamable HTTP bodies up to this size reach the tools, which refuse a run input over
+# graphs.input_schema.MAX_INPUT_BYTES with a tool error; larger bodies get HTTP 413.
+MAX_HTTP_BODY = 16 * 1024 * 1024
 
 SopId = Annotated[str, Field(description="An SOP id as returned by list_sops.")]
 RunId = Annotated[
@@ -101,9 +110,51 @@ def _progress_message(node: str, update: dict[str, Any]) -> str:
     return f"{node}: {step.get('status', 'done')}{verdict}"
 
 
-def create_server(hub: Hub, **settings: Any) -> FastMCP:
-    """The FastMCP server over ``hub``'s SOPs; ``settings`` go to ``FastMCP`` (host, port...)."""
+def _approver(ctx: Context) -> str:
+    """Who answers through this request: the MCP client's name, version and HTTP session."""
+    who = "mcp client"
+    try:
+        info = ctx.session.client_params.clientInfo if ctx.session.client_params else None
+    except (AttributeError, ValueError):
+        info = None
+    if info is not None:
+        who += f" {info.name} {info.version}".rstrip()
+    request = getattr(ctx.request_context, "request", None) if _has_request(ctx) else None
+    session_id = request.headers.get("mcp-session-id") if request is not None else None
+    return who + (f" (session {session_id})" if session_id else "")
+
+
+def _has_request(ctx: Context) -> bool:
+    try:
+        ctx.request_context  # noqa: B018 - raises outside a request
+    except ValueError:
+        return False
+    return True
+
+
+def _client_policy(server_policy: str, asked: str) -> str:
+    """The approval policy a run_sop call gets: the operator's unless it lets the client pick."""
+    if server_policy == "client":
+        return asked
+    if asked != "ask" and asked != server_policy:
+        raise ToolError(
+            f"approval {asked!r} is not allowed: this server's approval policy is "
+            f"{server_policy!r} (the operator's `sopgraph mcp serve --approval`); call run_sop "
+            "without 'approval' and answer gated actions with resume_run"
+        )
+    return server_policy
+
+
+def create_server(hub: Hub, approval: str = "ask", **settings: Any) -> FastMCP:
+    """The FastMCP server over ``hub``'s SOPs; ``settings`` go to ``FastMCP`` (host, port...).
+
+    ``approval`` is the operator's policy at gated actions (``SERVER_APPROVALS``).
+    """
+    if approval not in SERVER_APPROVALS:
+        raise ValueError(f"approval must be one of {', '.join(SERVER_APPROVALS)}")
     catalog = hub.catalog
+    approval_policy = approval
+    settings.setdefault("max_request_body_size", MAX_HTTP_BODY)
 
     @asynccontextmanager
     async def lifespan(_: FastMCP) -> AsyncIterator[Hub]:
@@ -162,7 +213,8 @@ def create_server(hub: Hub, **settings: Any) -> FastMCP:
             Field(
                 description=(
                     "What to do at gated actions: 'ask' pauses the run (status 'interrupted') "
-                    "for resume_run; 'approve' or 'reject' decides all of them now."
+                    "for resume_run; 'approve' or 'reject' decides all of them now, only where "
+                    "the server's operator allows it (otherwise a tool error)."
                 )
             ),
         ] = "ask",
@@ -175,11 +227,13 @@ def create_server(hub: Hub, **settings: Any) -> FastMCP:
         taken and any pending approvals. Sends a progress notification per executed node.
         """
         entry = catalog.get(sop_id)
+        policy = _client_policy(approval_policy, approval)
         session = await hub.session(sop_id)
         run_id = f"{entry.sop.id}:{thread_id or uuid.uuid4().hex[:12]}"
+        who = _approver(ctx) if approval_policy == "client" else f"operator (--approval {policy})"
         with _input_errors():
             result = await session.run(
-                input, thread_id=run_id, approval=approval, on_step=_reporter(ctx)
+                input, thread_id=run_id, approval=policy, on_step=_reporter(ctx), approver=who
             )
         return RunSummary.of(result)
 
@@ -213,7 +267,9 @@ def create_server(hub: Hub, **settings: Any) -> FastMCP:
         """
         session = await hub.run_session(run_id)
         with _input_errors():
-            result = await session.resume(run_id, decision, on_step=_reporter(ctx))
+            result = await session.resume(
+                run_id, decision, on_step=_reporter(ctx), approver=_approver(ctx)
+            )
         return RunSummary.of(result)
 
     _add_resources(server, catalog)
@@ -283,6 +339,13 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         "--checkpoint",
         help="SQLite file (default $SOPGRAPH_HOME/checkpoints.sqlite) or postgres://…, for all SOPs",
     )
+    p.add_argument("--approval", choices=SERVER_APPROVALS, default="ask", help=APPROVAL_HELP)
+
+
+APPROVAL_HELP = (
+    "gated actions: ask (default) pauses each for resume_run; approve or reject decides all; "
+    "client lets run_sop's 'approval' argument decide"
+)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -292,9 +355,9 @@ def serve(args: argparse.Namespace) -> int:
         print(f"warning: skipped {problem}", file=sys.stderr)
     hub = Hub(catalog, args.checkpoint)
     if args.transport == "stdio":
-        create_server(hub).run("stdio")
+        create_server(hub, approval=args.approval).run("stdio")
         return 0
-    server = create_server(hub, host=args.host, port=args.port)
+    server = create_server(hub, approval=args.approval, host=args.host, port=args.port)
 
     async def go() -> None:
         async with hub.use():  # over HTTP the lifespan is per client session: hold SOPs open

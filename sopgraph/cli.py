@@ -16,7 +16,8 @@ from sopgraph.graphs.loader import SopError, load_sop
 DESCRIPTION = (
     "Compile written SOPs into LangGraph state machines: validate, draw, run and resume them, "
     "manage their compiled tools, and measure them. Exit codes: 0 success, 1 a run ended with "
-    "unresolved nodes, 2 a mistake in the input."
+    "unresolved nodes, 2 a mistake in the input, 3 a verdict matched no branch, 4 a loop ran "
+    "out of visits."
 )
 
 
@@ -148,30 +149,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _read_input(spec: str) -> dict[str, Any]:
-    if spec == "-":
-        text = sys.stdin.read()
-    elif spec.lstrip().startswith(("{", "[")):
-        text = spec
-    else:
-        p = Path(spec)
-        if not p.is_file():
-            what = "is a folder" if p.is_dir() else "no such file"
-            raise UserError(
-                f"--input {spec}: {what}; pass a JSON file, '-' for stdin, or an inline JSON object"
-            )
-        try:
-            text = p.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(f"--input {spec}: cannot read it ({exc}); pass a JSON file") from None
+    from sopgraph.cli_input import InputSpecError, read_input
+
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"--input {spec}: not JSON ({exc.msg} at line {exc.lineno}); pass a file or a JSON object"
-        ) from None
-    if not isinstance(data, dict):
-        raise UserError(f"--input {spec}: expected a JSON object")
-    return data
+        return read_input(spec)
+    except InputSpecError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _print_result(result: Any, as_json: bool) -> None:
@@ -206,11 +189,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     async def go():
         async with Session(args.sop, checkpoint=args.checkpoint, approval=args.approval,
                            arch=args.arch, model=models.chat, lm=models.lm) as s:  # fmt: skip
-            return await s.run(inp, thread_id=args.thread)
+            return await s.run(inp, thread_id=args.thread, approver=_cli_user())
 
     result = _traced(args.trace, go)
     _print_result(result, args.json)
-    return 0 if result.status != "unresolved" else 1
+    return _exit_code(result.status)
 
 
 def _traced(mode: str | None, go: Any) -> Any:
@@ -227,6 +210,18 @@ def _traced(mode: str | None, go: Any) -> Any:
         shutdown_tracing()  # prints the console tree / flushes OTLP batches
 
 
+def _cli_user() -> str:
+    import getpass
+
+    return f"cli user {getpass.getuser()}"
+
+
+def _exit_code(status: str) -> int:
+    from sopgraph.graphs.runner import EXIT_CODES
+
+    return EXIT_CODES[status]
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     check_checkpoint(args.checkpoint, must_exist=True)
     from sopgraph.graphs.runner import Session
@@ -236,11 +231,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
     async def go():
         async with Session(args.sop, checkpoint=args.checkpoint, arch=args.arch,
                            model=models.chat, lm=models.lm) as s:  # fmt: skip
-            return await s.resume(args.thread, args.decision)
+            return await s.resume(args.thread, args.decision, approver=_cli_user())
 
     result = _traced(args.trace, go)
     _print_result(result, args.json)
-    return 0 if result.status != "unresolved" else 1
+    return _exit_code(result.status)
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -361,6 +356,13 @@ def _add_mcp_parser(sub: Any) -> None:
         help="SQLite file (default $SOPGRAPH_HOME/checkpoints.sqlite, home .sopgraph/) "
         "or postgres://…, shared by all SOPs",
     )
+    ms.add_argument(
+        "--approval",
+        choices=["ask", "approve", "reject", "client"],
+        default="ask",
+        help="gated actions: ask (default) pauses each for resume_run; approve or reject "
+        "decides all; client lets run_sop's 'approval' argument decide",
+    )
     ms.set_defaults(fn=cmd_mcp_serve)
 
 
@@ -394,7 +396,16 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     v.set_defaults(fn=cmd_validate)
 
-    r = sub.add_parser("run", help="run an SOP on one input (resumes an unfinished thread)")
+    from sopgraph.cli_input import RUN_EPILOG, RunHelp
+
+    r = sub.add_parser(
+        "run",
+        help="run an SOP on one input (resumes an unfinished thread)",
+        add_help=False,
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    r.add_argument("-h", "--help", action=RunHelp, help="show this help and the SOP's input")
     r.add_argument("sop", help="SOP file or its folder")
     r.add_argument("--input", "-i", help="JSON file, '-' for stdin, or inline JSON")
     r.add_argument("--thread", help="thread id: reuse it to resume a killed or paused run")

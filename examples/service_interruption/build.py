@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sopgraph.evals.service_interruption import cases_json, read_tree
 from sopgraph.graphs.importers import dump_sop_yaml, import_file
-from sopgraph.graphs.model import Sop
+from sopgraph.graphs.model import InputField, Sop
 
 HERE = Path(__file__).resolve().parent
 SERVER = "customer_service"
@@ -73,9 +73,19 @@ def manifest(sop: Sop, sources: dict[str, str]) -> str:
     return json.dumps({"sop": sop.id, "tools": tools}, sort_keys=True, indent=2) + "\n"
 
 
+CASE_ID = {
+    "type": "string",
+    "required": True,
+    "description": "The customer case whose account, line and outage records the tools read",
+    "example": "leaf_03",
+}
+
+
 def build(sop_dir: Path = HERE) -> dict[Path, str]:
     """Every derived file of the example: path -> content."""
     sop = import_file("sopagent", sop_dir / "sop_agent.yaml")
+    # Every tool reads the case id (see tool_sources); the pseudocode format has no input section.
+    sop.input = {"case_id": InputField(**CASE_ID)}
     sources = tool_sources(sop)
     files = {
         sop_dir / "sop.yaml": dump_sop_yaml(sop),

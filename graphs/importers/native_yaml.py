@@ -162,6 +162,12 @@ def dump_sop_yaml(sop: Sop, header: str | None = None) -> str:
         out += _string("description", sop.description, 0)
     if sop.params:
         out += _value("params", sop.params, 0)
+    if sop.input:  # the run input's contract
+        out.append("input:")
+        for name, spec in sop.input.items():
+            out.append(f"  {_scalar(name)}:")
+            for key, value in {"type": spec.type, **spec.model_dump(exclude_defaults=True)}.items():
+                out += _value(key, value, 4)
     out.append("entry:")
     out += [f"  {_scalar(k)}: {_flow(v)}" for k, v in sop.entry.items()]
     out.append("nodes:")

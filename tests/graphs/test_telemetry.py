@@ -176,6 +176,7 @@ GATED = {
         "standby": {
             "kind": "action",
             "text": "standby",
+            "cost": "high",
             "approval": "required",
             "next": {"true": ["confirm"]},
         },

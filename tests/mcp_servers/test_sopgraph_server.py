@@ -98,6 +98,9 @@ async def _catalog_checks(session: ClientSession) -> None:
     for name in ("list_sops", "describe_sop", "get_run"):
         assert tools[name].annotations.readOnlyHint is True, name
     assert tools["run_sop"].annotations.readOnlyHint is False
+    # both tools that perform the SOP's actions say so
+    assert tools["run_sop"].annotations.destructiveHint is True
+    assert tools["resume_run"].annotations.destructiveHint is True
     assert all(len(t.description) > 80 for t in tools.values())
     assert tools["run_sop"].inputSchema["properties"]["approval"]["enum"] == [
         "ask",
@@ -122,6 +125,14 @@ async def _catalog_checks(session: ClientSession) -> None:
     ]
     service = _call_json(await session.call_tool("describe_sop", {"sop_id": SERVICE}))
     assert service["entries"][0]["required_fields"] == ["case_id"]
+    assert service["input_schema"]["required"] == ["case_id"]
+    # the published example input runs as it is
+    example = service["entries"][0]["example_input"]
+    run = _call_json(await session.call_tool("run_sop", {"sop_id": SERVICE, "input": example}))
+    assert run["status"] == "done", run
+    assert "input field 'case_id' is required" in await _error(
+        session, "run_sop", {"sop_id": SERVICE, "input": {}}
+    )
 
     uris = {str(r.uri) for r in (await session.list_resources()).resources}
     assert {f"sop://{SERVICE}/text", f"sop://{SERVICE}/mermaid", "sop://gated_demo/text"} <= uris
@@ -135,8 +146,12 @@ async def _catalog_checks(session: ClientSession) -> None:
     assert mermaid.contents[0].text == to_mermaid(load_sop(SERVICE_DIR))
 
 
-async def _run_checks(session: ClientSession) -> str:
-    """Runs, fetches and resumes; returns the id of a run left interrupted."""
+async def _run_checks(session: ClientSession, client_approval: bool = False) -> str:
+    """Runs, fetches and resumes; returns the id of a run left interrupted.
+
+    ``client_approval``: the server runs with ``--approval client`` (the operator lets clients
+    decide gated actions by policy); by default it asks, and refuses a client's policy.
+    """
     progress: list[tuple[float, str]] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -184,16 +199,21 @@ async def _run_checks(session: ClientSession) -> str:
         assert done["status"] == "done" and done["path"] == ["check", "act_restart", tail]
         restart = next(a for a in done["actions"] if a["node"] == "act_restart")
         assert restart["approved"] is (decision == "approve") and restart["by"] == "human"
+        assert restart["approver"].startswith("mcp client mcp "), restart  # the SDK's name
         assert "not waiting for a decision" in await _error(
             session, "resume_run", {"run_id": paused["run_id"], "decision": "approve"}
         )
 
-    policy = _call_json(
-        await session.call_tool(
-            "run_sop", {"sop_id": "gated_demo", "input": {"robot": "r1"}, "approval": "approve"}
+    by_policy = {"sop_id": "gated_demo", "input": {"robot": "r1"}, "approval": "approve"}
+    if client_approval:
+        policy = _call_json(await session.call_tool("run_sop", by_policy))
+        assert policy["status"] == "done" and policy["path"][-1] == "act_confirm"
+        restart = next(a for a in policy["actions"] if a["node"] == "act_restart")
+        assert restart["by"] == "policy:approve" and restart["approver"].startswith("mcp client")
+    else:  # a client cannot approve a costly action by itself unless the operator allows it
+        assert "approval 'approve' is not allowed: this server's approval policy is 'ask'" in (
+            await _error(session, "run_sop", by_policy)
         )
-    )
-    assert policy["status"] == "done" and policy["path"][-1] == "act_confirm"
 
     assert "unknown SOP id 'nope'" in await _error(
         session, "run_sop", {"sop_id": "nope", "input": {}}
@@ -242,6 +262,21 @@ async def test_stdio_triage_alarm_pauses_and_resumes_approved(fc_world, fc_home,
     params.args += checkpoint
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
+        # the example describe_sop publishes runs against the world as it is
+        info = _call_json(await session.call_tool("describe_sop", {"sop_id": TRIAGE}))
+        for entry in info["entries"][:2]:
+            run = _call_json(
+                await session.call_tool(
+                    "run_sop", {"sop_id": TRIAGE, "input": entry["example_input"]}
+                )
+            )
+            assert run["status"] in ("done", "interrupted") and not run["unresolved"], run
+        for missing in ("station", "timestamp", "site"):
+            flat = {k: v for k, v in alarm.input.items() if k != missing}
+            flat["type"] = "station_idle"
+            assert f"input field '{missing}' is required" in await _error(
+                session, "run_sop", {"sop_id": TRIAGE, "input": flat}
+            )
         paused = _call_json(
             await session.call_tool("run_sop", {"sop_id": TRIAGE, "input": alarm.input})
         )
@@ -278,6 +313,8 @@ def http_server(server_env):
             "http",
             "--port",
             str(port),
+            "--approval",
+            "client",
         ],
         env=server_env,
         cwd=REPO,
@@ -306,7 +343,13 @@ async def test_streamable_http_official_client(http_server):
     ):
         await s.initialize()
         await _catalog_checks(s)
-        paused = await _run_checks(s)
+        paused = await _run_checks(s, client_approval=True)
+        # over the 4 MB the transport used to refuse (HTTP 413): one tool error, not a
+        # transport error
+        big = {"robot": "r1", "blob": "x" * (5 * 1024 * 1024)}
+        assert "run input is over 1024 KB (the limit)" in await _error(
+            s, "run_sop", {"sop_id": "gated_demo", "input": big}
+        )
     # A second client session of the same server sees the first one's runs.
     async with (
         streamable_http_client(http_server) as (read, write, _),

@@ -1,0 +1,196 @@
+"""Limits an SOP file must stay within, checked on the raw bytes and the YAML event stream
+before anything builds a tree: size, encoding, nesting depth, alias expansion and tags.
+
+PyYAML's composer recurses once per nesting level and the line map and pydantic expand
+every alias, so a hostile file (an alias "billion laughs", thousands of nested brackets) must
+be stopped here, where the parser's events are read one at a time with constant memory.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+
+import yaml
+
+from sopgraph.graphs.problems import Problem, SopError
+
+MAX_SOP_BYTES = 4 * 1024 * 1024  # the largest SOP file read (the 64-node triage SOP: 21 KB)
+MAX_DEPTH = 64  # nesting of mappings and lists (a node's predicate sits at depth 7)
+# Nodes per SOP: LangGraph checkpoints a run's whole trail at every superstep, so a path of
+# N nodes writes O(N^2) (a 1,000-node chain: ~0.3 GB in memory, ~0.2 GB of SQLite).
+MAX_NODES = 1000
+MAX_VALUES = 500_000  # values after expanding every alias (a 1,000-node SOP: ~10,000)
+# Tags an SOP may carry: YAML's core schema. Anything else (``!!python/object``, ``!!binary``,
+# ``!!set``, ``!custom``) would construct a value the SOP model does not know.
+_CORE_TAGS = {
+    f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")
+}
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def decode_sop_bytes(data: bytes, file: str) -> str:
+    """The text of an SOP file's bytes, or one problem: not UTF-8, a NUL byte, too large."""
+    if len(data) > MAX_SOP_BYTES:
+        raise _too_large(file)
+    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or (
+        len(data) >= 4 and (data[1:4:2] == b"\0\0" or data[0:4:2] == b"\0\0")
+    )
+    if utf16 or data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise SopError(
+            [Problem(file, 1, "", "the file is UTF-16 or UTF-32 text; save it as UTF-8")]
+        )
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise SopError(
+            [
+                Problem(
+                    file,
+                    _line_of(data, nul),
+                    "",
+                    "the file holds a NUL byte (binary data, not YAML text); remove it or "
+                    "save the file as UTF-8 text",
+                )
+            ]
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        byte = data[exc.start]
+        raise SopError(
+            [
+                Problem(
+                    file,
+                    _line_of(data, exc.start),
+                    "",
+                    f"the file is not UTF-8 (byte 0x{byte:02x}; Latin-1 or Windows-1252?); "
+                    "save it as UTF-8",
+                )
+            ]
+        ) from None
+
+
+def _events(text: str) -> Iterator[yaml.Event]:
+    # libyaml's parser keeps its own stack (no recursion); PyYAML's pure parser likewise.
+    return yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _too_large(file: str) -> SopError:
+    limit = MAX_SOP_BYTES // (1024 * 1024)
+    return SopError(
+        [
+            Problem(
+                file,
+                1,
+                "",
+                f"the SOP file is over {limit} MB (the limit); split the procedure into "
+                "smaller SOPs",
+            )
+        ]
+    )
+
+
+def _problem(file: str, line: int, message: str) -> SopError:
+    return SopError([Problem(file, line, "", message)])
+
+
+def too_many_nodes(file: str, line: int, count: int) -> SopError:
+    return _problem(
+        file,
+        line,
+        f"the SOP has {count:,} nodes; sopgraph runs SOPs of at most {MAX_NODES:,} (a run "
+        "checkpoints its whole trail at every step, so its memory and disk grow with the square "
+        "of its path); split it into smaller SOPs",
+    )
+
+
+def check_yaml_limits(text: str, file: str) -> None:
+    """Raise one problem when ``text`` is too large, nests too deep, expands aliases too far,
+    carries a tag outside YAML's core schema or holds more than ``MAX_NODES`` nodes.
+
+    One pass over the parser's events, before any tree is built. Syntax errors are left to
+    the parser that follows, which words them with their line.
+    """
+    if len(text) > MAX_SOP_BYTES:
+        raise _too_large(file)
+    # Per open collection: [expanded size so far, anchor, is mapping, items seen].
+    stack: list[list] = [[0, None, False, 0]]
+    anchors: dict[str, int] = {}
+    total = 0  # values after expanding aliases
+    nodes_line, nodes_count, in_nodes = 0, 0, False
+    try:
+        for event in _events(text):
+            kind = type(event)
+            if (
+                kind is yaml.ScalarEvent
+                or kind is yaml.MappingStartEvent
+                or (kind is yaml.SequenceStartEvent)
+            ):
+                tag = event.tag
+                if tag and tag != "!" and tag not in _CORE_TAGS:
+                    shown = tag.replace("tag:yaml.org,2002:", "!!")
+                    raise _problem(
+                        file,
+                        event.start_mark.line + 1,
+                        f"unsupported YAML tag '{shown}': an SOP holds plain text, numbers, "
+                        "lists and mappings; remove the tag",
+                    )
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                parent = stack[-1]
+                parent[3] += 1
+                if len(stack) == 2 and in_nodes is None:
+                    in_nodes = True  # the value of the top-level 'nodes' key
+                elif in_nodes is None:
+                    in_nodes = False
+                stack.append([0, event.anchor, kind is yaml.MappingStartEvent, 0])
+                if len(stack) - 1 > MAX_DEPTH:
+                    raise _problem(
+                        file,
+                        event.start_mark.line + 1,
+                        f"nested more than {MAX_DEPTH} levels deep (the limit); an SOP needs "
+                        "about 8, so flatten it or close the brackets",
+                    )
+                continue
+            if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                size, anchor, _, _ = stack.pop()
+                size += 1
+                if anchor:
+                    anchors[anchor] = size
+                if len(stack) == 2 and in_nodes:
+                    in_nodes = False
+                stack[-1][0] += size
+                total += 1
+                continue
+            if kind is yaml.ScalarEvent:
+                size = 1
+                top = stack[-1]
+                top[3] += 1
+                if len(stack) == 2 and top[2] and top[3] % 2 == 1 and event.value == "nodes":
+                    in_nodes, nodes_line = None, event.start_mark.line + 1
+                elif in_nodes is None and len(stack) == 2:
+                    in_nodes = False  # 'nodes' holds a scalar: the model reports it
+                elif in_nodes and len(stack) == 3 and top[3] % 2 == 1:
+                    nodes_count += 1
+                if event.anchor:
+                    anchors[event.anchor] = 1
+            elif kind is yaml.AliasEvent:
+                size = anchors.get(event.anchor, 1)
+                stack[-1][3] += 1
+            else:
+                continue
+            stack[-1][0] += size
+            total += size
+            if total > MAX_VALUES:
+                raise _problem(
+                    file,
+                    event.start_mark.line + 1,
+                    f"the document expands to more than {MAX_VALUES:,} values (the limit), "
+                    "e.g. aliases of aliases; write the values out or use fewer aliases",
+                )
+    except yaml.YAMLError:
+        return  # a syntax error: the parser that follows words it, with its line
+    if nodes_count > MAX_NODES:
+        raise too_many_nodes(file, nodes_line, nodes_count)
