@@ -18,11 +18,14 @@ from sopgraph.evals.fc_triage.dataset import load_scenarios
 
 
 def _server(cwd: Path, home: Path | None) -> StdioServerParameters:
+    # --approval client: the operator lets this client approve gated actions (default: ask)
     env = {k: v for k, v in os.environ.items() if k not in ("SOPGRAPH_HOME", "SOPGRAPH_SOPS")}
     if home is not None:
         env["SOPGRAPH_HOME"] = str(home)
     sopgraph = shutil.which("sopgraph", path=str(Path(sys.executable).parent))
-    return StdioServerParameters(command=sopgraph, args=["mcp", "serve"], env=env, cwd=str(cwd))
+    return StdioServerParameters(
+        command=sopgraph, args=["mcp", "serve", "--approval", "client"], env=env, cwd=str(cwd)
+    )
 
 
 async def _run_sop(params: StdioServerParameters, alarm: dict) -> tuple[bool, str]:
