@@ -456,6 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
     from sopgraph.cli_eval import add_commands
 
     add_commands(sub)
+    from sopgraph.cli_sopbench import add_command as add_sopbench
+
+    add_sopbench(sub.choices["bench"])  # `sopgraph bench sopbench`
     return p
 
 
