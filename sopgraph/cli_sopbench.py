@@ -82,6 +82,18 @@ def _out_root(args: argparse.Namespace) -> Path:
     return args.out or home_dir() / "sopbench"
 
 
+def _graph_for(domain: Domain, args: argparse.Namespace) -> Path:
+    from sopgraph.evals.sopbench.compiled import graph_dir
+
+    graph = graph_dir(domain.name, args.graphs)
+    if graph is None:
+        raise DomainError(
+            f"{domain.path}: no compiled graph for {domain.name} "
+            f"in {args.graphs or 'evals/sopbench/graphs'}; use --agent fc or react"
+        )
+    return graph
+
+
 def _run_dir(root: Path, domain: Domain, args: argparse.Namespace) -> Path:
     bloat = f"-bloat{args.bloat:g}" if args.bloat else ""
     n = f"n{args.tasks}" if args.tasks else "all"
@@ -109,20 +121,14 @@ def _progress(record: dict[str, Any], i: int, n: int) -> None:
 
 async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
     from sopgraph.evals.sopbench.bloat import distractors
-    from sopgraph.evals.sopbench.compiled import CompiledGraphAgent, graph_dir
+    from sopgraph.evals.sopbench.compiled import CompiledGraphAgent
     from sopgraph.evals.sopbench.runner import RunSpec, run_tasks
     from sopgraph.evals.sopbench.sample import stratified_sample
 
     tasks = stratified_sample(domain, args.tasks, args.seed)
     extra = distractors(domain, args.bloat, args.seed) if args.bloat else []
     if args.agent == "sopgraph":
-        graph = graph_dir(domain.name, args.graphs)
-        if graph is None:
-            raise DomainError(
-                f"{domain.path}: no compiled graph for {domain.name} "
-                f"in {args.graphs or 'evals/sopbench/graphs'}; use --agent fc or react"
-            )
-        agent: Any = CompiledGraphAgent(domain, graph, extra)
+        agent: Any = CompiledGraphAgent(domain, _graph_for(domain, args), extra)
         model = "none (compiled graph)"
     else:
         from sopgraph.evals.sopbench.agents import FunctionCallingAgent, ReActAgent
@@ -146,8 +152,16 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         f"{f' + {len(extra)} distractors' if extra else ''} -> {out}",
         file=sys.stderr,
     )
-    async with agent:
-        records = await run_tasks(domain, agent, tasks, out, spec, _progress)
+    import openai
+
+    try:
+        async with agent:
+            records = await run_tasks(domain, agent, tasks, out, spec, _progress)
+    except openai.APIConnectionError as exc:
+        raise DomainError(
+            f"{out}: the model could not be reached ({exc}); the finished tasks are kept: "
+            "run the same command again to resume"
+        ) from None
     return _row(spec, records)
 
 
@@ -206,6 +220,9 @@ def cmd_sopbench(args: argparse.Namespace) -> int:
                 raise DomainError("give at least one PATH/DOMAIN (or --table)")
             # every domain is checked before any runs, so a typo costs no run time
             domains = [load_domain(resolve_domain(d, args.data)) for d in args.domains]
+            if args.agent == "sopgraph":
+                for domain in domains:
+                    _graph_for(domain, args)
             rows = []
             for domain in domains:
                 rows.append(asyncio.run(_run_one(domain, args, root)))

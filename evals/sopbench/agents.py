@@ -13,6 +13,7 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
+import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from mcp import ClientSession, StdioServerParameters
@@ -166,6 +167,10 @@ class FunctionCallingAgent(McpToolsAgent):
                         messages.append(ToolMessage(content, tool_call_id=call["id"]))
                         continue
                     messages.append(await tool.ainvoke({**call, "type": "tool_call"}))
+        except openai.APITimeoutError as exc:  # too slow for the request timeout: not completed
+            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
+        except openai.APIConnectionError:
+            raise  # no model to ask: stop the run (it resumes) rather than record a failure
         except Exception as exc:  # noqa: BLE001 - an execution error is the metric (ECR), kept
             return self._result(messages, start, f"{type(exc).__name__}: {exc}")
         return self._result(messages, start, f"turn budget of {self.turns} model calls ended")
@@ -194,6 +199,10 @@ class ReActAgent(McpToolsAgent):
                 messages = state["messages"]
         except GraphRecursionError:
             return self._result(messages, start, f"turn budget of {self.turns} model calls ended")
+        except openai.APITimeoutError as exc:
+            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
+        except openai.APIConnectionError:
+            raise
         except Exception as exc:  # noqa: BLE001 - an execution error is the metric (ECR), kept
             return self._result(messages, start, f"{type(exc).__name__}: {exc}")
         if not any(isinstance(m, ToolMessage) for m in messages):

@@ -12,7 +12,8 @@ def stratified_sample(domain: Domain, n: int | None, seed: int = 0) -> list[Task
     """``n`` tasks spread over the answer labels in proportion (largest remainder, at least one
     per label while ``n`` allows), drawn with ``seed``; all tasks when ``n`` is None or too big.
 
-    The same domain, ``n`` and ``seed`` always give the same tasks, in file order.
+    The same domain, ``n`` and ``seed`` always give the same tasks in the same order: labels
+    interleaved, so that the first tasks of a run cut short are spread over the labels too.
     """
     tasks = domain.tasks
     if n is None or n >= len(tasks):
@@ -34,9 +35,14 @@ def stratified_sample(domain: Domain, n: int | None, seed: int = 0) -> list[Task
         for lb in sorted(labels, key=lambda lb: -(shares[lb] - int(shares[lb])))[:rest]:
             quota[lb] += 1
     rng = random.Random(seed)
-    chosen: set[str] = set()
-    for lb in labels:
-        pool = by_label[lb]
-        k = min(quota[lb], len(pool))
-        chosen |= {t.task_id for t in rng.sample(pool, k)}
-    return [t for t in tasks if t.task_id in chosen]
+    drawn = {lb: rng.sample(by_label[lb], min(quota[lb], len(by_label[lb]))) for lb in labels}
+    short = n - sum(len(v) for v in drawn.values())
+    if short > 0:  # a label smaller than its quota: fill from the rest
+        taken = {t.task_id for v in drawn.values() for t in v}
+        rest = [t for t in tasks if t.task_id not in taken]
+        for t in rng.sample(rest, short):
+            drawn[domain.label(t)].append(t)
+    order: list[Task] = []
+    for i in range(max(len(v) for v in drawn.values())):
+        order += [drawn[lb][i] for lb in labels if i < len(drawn[lb])]
+    return order

@@ -121,6 +121,7 @@ def test_stratified_sample_is_fixed_and_spans_labels():
     assert len(s1) == 4
     assert {d.label(t) for t in s1} == {"Approved", "Rejected"}
     assert sum(d.label(t) == "Approved" for t in s1) == 2  # 4 of 8 approved: in proportion
+    assert d.label(s1[0]) != d.label(s1[1])  # labels interleaved: a cut-short run stays spread
     assert len(stratified_sample(d, None)) == 8 and len(stratified_sample(d, 99)) == 8
 
 

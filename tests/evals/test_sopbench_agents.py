@@ -196,3 +196,39 @@ def test_system_prompt_names_the_output_tags():
     domain = load_domain(REFUND)
     assert "<refund_decision>...</refund_decision>" in system_prompt(domain)
     assert "Thought" in system_prompt(domain, react=True)
+
+
+def test_unreachable_model_stops_the_run_and_keeps_finished_tasks(tmp_path, capsys, monkeypatch):
+    import httpx
+    import openai
+
+    from sopgraph.cli import main
+
+    answers = iter(["<refund_decision>Approved</refund_decision>"])
+
+    def responder(messages):
+        if not any(isinstance(m, ToolMessage) for m in messages):
+            return AIMessage("", tool_calls=[_call("getOrder", {"order_id": "O_001"}, "c")])
+        try:
+            return AIMessage(next(answers))
+        except StopIteration:
+            raise openai.APIConnectionError(request=httpx.Request("POST", "http://x")) from None
+
+    monkeypatch.setattr(
+        "sopgraph.nodes.models.chat_model", lambda: ScriptedChatModel(responder=responder)
+    )
+    args = ["bench", "sopbench", str(REFUND), "--agent", "fc", "--out", str(tmp_path)]
+    assert main([*args, "--tasks", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: ") and "could not be reached" in err and "resume" in err
+    (records,) = tmp_path.glob("refund_check/fc-n3-s0/records.jsonl")
+    assert len(read_records(records)) == 1  # the finished task is kept, the failed one is not
+
+
+def test_cli_without_a_model_is_one_line(tmp_path, capsys, monkeypatch):
+    from sopgraph.cli import main
+
+    monkeypatch.delenv("SOPGRAPH_MODEL", raising=False)
+    code = main(["bench", "sopbench", str(REFUND), "--agent", "react", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ")
