@@ -166,7 +166,7 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
 
 
 def _row(spec: Any, records: list[dict[str, Any]]):
-    from sopgraph.evals.sopbench.metrics import summarise
+    from sopgraph.evals.sopbench.metrics import majority_tsr, summarise
     from sopgraph.evals.sopbench.report import Row
 
     n = len(spec.tasks)
@@ -182,6 +182,7 @@ def _row(spec: Any, records: list[dict[str, Any]]):
         registry=registry,
         sample=sample,
         summary=summarise(records),
+        majority_tsr=majority_tsr(records),
     )
 
 

@@ -9,6 +9,7 @@ columns; a run that ends without them, or past its budget, is not completed.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from contextlib import AsyncExitStack
 from typing import Any
@@ -112,7 +113,9 @@ class McpToolsAgent:
         from langchain_mcp_adapters.tools import load_mcp_tools
 
         params = StdioServerParameters(command=self.config.command, args=self.config.args)
-        read, write = await self._stack.enter_async_context(stdio_client(params))
+        # the simulator's prints go to a scratch file, not into the run's progress lines
+        errlog = self._stack.enter_context(tempfile.TemporaryFile("w+"))
+        read, write = await self._stack.enter_async_context(stdio_client(params, errlog=errlog))
         session = await self._stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         self.tools = [plain_text_tool(t) for t in await load_mcp_tools(session)]

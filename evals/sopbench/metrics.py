@@ -6,7 +6,9 @@ output columns is correct only when every column matches.
 
 from __future__ import annotations
 
+import json
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -89,3 +91,9 @@ def summarise(records: Iterable[dict[str, Any]]) -> Summary:
         tokens_per_task=ratio(sum(r["tokens"]["total_tokens"] for r in rs), n),
         seconds_per_task=sum(r["seconds"] for r in rs) / n if n else 0.0,
     )
+
+
+def majority_tsr(records: Iterable[dict[str, Any]]) -> float:
+    """The trivial baseline: TSR of always giving the commonest expected answer of these tasks."""
+    labels = [json.dumps(r["expected"], sort_keys=True).lower() for r in records]
+    return max(Counter(labels).values()) / len(labels) if labels else 0.0

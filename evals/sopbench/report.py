@@ -46,6 +46,7 @@ class Row(BaseModel):
     registry: str  # "minimal" or "+K distractors"
     sample: str  # "all N" or "N of M, seed S"
     summary: Summary
+    majority_tsr: float = 0.0  # the trivial baseline: always the commonest answer of these tasks
 
 
 def published_for(domain: str) -> dict[str, dict[str, tuple[float, float, float, float]]]:
@@ -69,6 +70,16 @@ def markdown_table(rows: list[Row], with_paper: bool = True) -> str:
             f"| {r.domain} | {r.agent} | {r.model} | {r.registry} | {r.sample} | {_pct(s.ecr)} "
             f"| {_pct(s.ctsr_strict)} | {_pct(s.tsr_strict)} | {_pct(s.ctsr_lenient)} "
             f"| {_pct(s.tsr_lenient)} | {s.tokens_per_task:.0f} | {s.seconds_per_task:.2f} |"
+        )
+    baselines: dict[str, Row] = {}
+    for r in rows:  # the trivial baseline on the largest task set run for the domain
+        if r.domain not in baselines or r.summary.n > baselines[r.domain].summary.n:
+            baselines[r.domain] = r
+    for r in baselines.values():
+        m = _pct(r.majority_tsr)
+        lines.append(
+            f"| {r.domain} | majority label (trivial) | none | – | {r.sample} | 100.0 | {m} "
+            f"| {m} | {m} | {m} | 0 | – |"
         )
     if with_paper:
         seen: list[str] = []

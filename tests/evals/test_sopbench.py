@@ -132,3 +132,13 @@ def test_distractors_come_from_other_domains():
     assert distractors(d, 0, seed=0) == []
     with pytest.raises(DomainError, match="lower --bloat"):
         distractors(d, 10, seed=0)
+
+
+def test_majority_baseline():
+    from sopgraph.evals.sopbench.metrics import majority_tsr
+
+    recs = [
+        {"expected": {"a": x}} for x in ["No Action", "No Action", "Account Closure", "Warning"]
+    ]
+    assert majority_tsr(recs) == 0.5
+    assert majority_tsr([]) == 0.0
