@@ -68,6 +68,13 @@ def add_command(bench: argparse.ArgumentParser) -> None:
         help="root of the run folders (default: $SOPGRAPH_HOME/sopbench)",
     )
     p.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="start no task after this many seconds (the same command resumes the rest)",
+    )
+    p.add_argument(
         "--table",
         action="store_true",
         help="print the table of every run under --out instead of running",
@@ -135,7 +142,11 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         from sopgraph.nodes.models import chat_model
 
         cls = FunctionCallingAgent if args.agent == "fc" else ReActAgent
-        agent = cls(domain, chat_model(), extra)
+        from sopgraph.nodes.settings import Settings
+
+        # the local model's chat format drops tool turns (see agents.tool_results_as_text)
+        local = Settings().provider == "local"
+        agent = cls(domain, chat_model(), extra, tool_results_in_user_turns=local)
         model = _model_label()
     spec = RunSpec(
         domain=domain.name,
@@ -156,8 +167,8 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
 
     try:
         async with agent:
-            records = await run_tasks(domain, agent, tasks, out, spec, _progress)
-    except openai.APIConnectionError as exc:
+            records = await run_tasks(domain, agent, tasks, out, spec, _progress, args.budget_s)
+    except (openai.APIConnectionError, openai.InternalServerError) as exc:
         raise DomainError(
             f"{out}: the model could not be reached ({exc}); the finished tasks are kept: "
             "run the same command again to resume"

@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import openai
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from mcp import ClientSession, StdioServerParameters
@@ -96,15 +97,57 @@ def plain_text_tool(tool: BaseTool) -> BaseTool:
     )
 
 
+def offering_tools(model: Any) -> Any:
+    """``model`` sending ``tool_choice: auto`` with its tools.
+
+    OpenAI's API treats an absent ``tool_choice`` as "auto", but llama-cpp-python's
+    function-calling chat format then hides the tools from the model; LangChain only sends
+    ``tool_choice`` when asked, so both agents ask through ``model_kwargs``.
+    """
+    kwargs = getattr(model, "model_kwargs", None)
+    if not isinstance(kwargs, dict) or "tool_choice" in kwargs:
+        return model
+    return model.model_copy(update={"model_kwargs": {**kwargs, "tool_choice": "auto"}})
+
+
+def _unreachable(exc: Exception) -> bool:
+    """No model answers: a refused connection, or a front's 502/503 for a dead upstream."""
+    if isinstance(exc, openai.APIConnectionError):
+        return True
+    return getattr(exc, "status_code", None) in (502, 503)
+
+
+def tool_results_as_text(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Tool results as user turns, for a chat format that drops the ``tool`` role.
+
+    llama-cpp-python's ``chatml-function-calling`` renders system, user and assistant turns
+    only: the model would never see what its tools returned, and calls them again and again.
+    """
+    return [
+        HumanMessage(f"Result of {m.name or 'the tool call'}: {content_text(m.content)}")
+        if isinstance(m, ToolMessage)
+        else m
+        for m in messages
+    ]
+
+
 class McpToolsAgent:
     """Opens the domain's tool server once and offers its tools to a chat model."""
 
     name = "agent"
     turns = FC_TURNS
 
-    def __init__(self, domain: Domain, model: Any, distractors: list[str] | None = None):
+    def __init__(
+        self,
+        domain: Domain,
+        model: Any,
+        distractors: list[str] | None = None,
+        *,
+        tool_results_in_user_turns: bool = False,
+    ):
         self.domain = domain
-        self.model = model
+        self.model = offering_tools(model)
+        self.as_text = tool_results_in_user_turns  # see ``tool_results_as_text``
         self.config = server_config(domain.path, distractors)
         self.tools: list[Any] = []
         self._stack = AsyncExitStack()
@@ -159,7 +202,8 @@ class FunctionCallingAgent(McpToolsAgent):
         ]
         try:
             for _ in range(self.turns):
-                reply = await model.ainvoke(messages)
+                view = tool_results_as_text(messages) if self.as_text else messages
+                reply = await model.ainvoke(view)
                 messages.append(reply)
                 if not reply.tool_calls:
                     return self._result(messages, start, None)
@@ -172,11 +216,20 @@ class FunctionCallingAgent(McpToolsAgent):
                     messages.append(await tool.ainvoke({**call, "type": "tool_call"}))
         except openai.APITimeoutError as exc:  # too slow for the request timeout: not completed
             return self._result(messages, start, f"{type(exc).__name__}: {exc}")
-        except openai.APIConnectionError:
-            raise  # no model to ask: stop the run (it resumes) rather than record a failure
+        except (openai.APIConnectionError, openai.InternalServerError) as exc:
+            if _unreachable(exc):
+                raise  # no model to ask: stop the run (it resumes) rather than record a failure
+            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - an execution error is the metric (ECR), kept
             return self._result(messages, start, f"{type(exc).__name__}: {exc}")
         return self._result(messages, start, f"turn budget of {self.turns} model calls ended")
+
+
+class _ToolResultsAsText(AgentMiddleware):
+    """``tool_results_as_text`` on every model call of the prebuilt agent."""
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request.override(messages=tool_results_as_text(request.messages)))
 
 
 class ReActAgent(McpToolsAgent):
@@ -191,7 +244,10 @@ class ReActAgent(McpToolsAgent):
 
         start = time.perf_counter()
         agent = create_agent(
-            self.model, self.tools, system_prompt=system_prompt(self.domain, react=True)
+            self.model,
+            self.tools,
+            system_prompt=system_prompt(self.domain, react=True),
+            middleware=[_ToolResultsAsText()] if self.as_text else [],
         )
         inp = {"messages": [HumanMessage(task_prompt(task))]}
         messages: list[BaseMessage] = []
@@ -204,8 +260,10 @@ class ReActAgent(McpToolsAgent):
             return self._result(messages, start, f"turn budget of {self.turns} model calls ended")
         except openai.APITimeoutError as exc:
             return self._result(messages, start, f"{type(exc).__name__}: {exc}")
-        except openai.APIConnectionError:
-            raise
+        except (openai.APIConnectionError, openai.InternalServerError) as exc:
+            if _unreachable(exc):
+                raise
+            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - an execution error is the metric (ECR), kept
             return self._result(messages, start, f"{type(exc).__name__}: {exc}")
         if not any(isinstance(m, ToolMessage) for m in messages):

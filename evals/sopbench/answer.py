@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 
@@ -26,6 +27,8 @@ def parse_answer(text: str, columns: list[str]) -> dict[str, str] | None:
     ``column: value`` line. A single-column domain also takes ``<final_decision>``, the tag
     several SOPs ask for whatever the column is called.
     """
+    # llama-cpp-python's function-calling chat format HTML-escapes replies (&lt;tag&gt;)
+    text = html.unescape(text)
     out: dict[str, str] = {}
     for col in columns:
         hits = _tag_pattern(col).findall(text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -91,14 +92,22 @@ async def run_tasks(
     out_dir: Path,
     spec: RunSpec,
     progress: Callable[[dict[str, Any], int, int], None] | None = None,
+    budget_s: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Solve every task not yet recorded with ``agent`` (opened), appending its record."""
+    """Solve every task not yet recorded with ``agent`` (opened), appending its record.
+
+    With ``budget_s``, no task starts once that many seconds have passed (the one running
+    finishes): a slow local model's run is done in slices, each resuming the last.
+    """
+    started = time.monotonic()
     records = open_run(out_dir, spec)
     done = {r["task_id"] for r in records}
     todo = [t for t in tasks if t.task_id not in done]
     path = out_dir / "records.jsonl"
     with path.open("a", encoding="utf-8") as f:
         for task in todo:
+            if budget_s is not None and time.monotonic() - started > budget_s:
+                break
             record = task_record(task, await agent.solve(task), spec.agent)
             f.write(json.dumps(record, default=str) + "\n")
             f.flush()

@@ -106,6 +106,8 @@ def test_parse_answer_forms():
     assert parse_answer("<final_decision>No Action</final_decision>", ["enforcement_action"]) == {
         "enforcement_action": "No Action"
     }
+    escaped = "&lt;refund_decision&gt;Rejected&lt;/refund_decision&gt;"  # llama-cpp's escaping
+    assert parse_answer(escaped, ["refund_decision"]) == {"refund_decision": "Rejected"}
     assert parse_answer("refund_decision: Approved", ["refund_decision"]) == {
         "refund_decision": "Approved"
     }

@@ -214,6 +214,7 @@ def test_unreachable_model_stops_the_run_and_keeps_finished_tasks(tmp_path, caps
         except StopIteration:
             raise openai.APIConnectionError(request=httpx.Request("POST", "http://x")) from None
 
+    monkeypatch.setenv("SOPGRAPH_MODEL", "openai:scripted-in-test")
     monkeypatch.setattr(
         "sopgraph.nodes.models.chat_model", lambda: ScriptedChatModel(responder=responder)
     )
