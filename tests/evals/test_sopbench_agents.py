@@ -233,3 +233,57 @@ def test_cli_without_a_model_is_one_line(tmp_path, capsys, monkeypatch):
     code = main(["bench", "sopbench", str(REFUND), "--agent", "react", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ")
+
+
+def test_local_chat_format_gets_tool_choice_and_results_as_user_turns():
+    from langchain_core.messages import HumanMessage
+    from langchain_openai import ChatOpenAI
+
+    from sopgraph.evals.sopbench.agents import offering_tools, tool_results_as_text
+
+    openai_like = ChatOpenAI(model="m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    assert offering_tools(openai_like).model_kwargs["tool_choice"] == "auto"
+    scripted = ScriptedChatModel(responses=[AIMessage("x")])
+    assert offering_tools(scripted) is scripted  # no model_kwargs: nothing to add
+    view = tool_results_as_text(
+        [
+            AIMessage("", tool_calls=[_call("getOrder", {"order_id": "O_1"}, "c")]),
+            ToolMessage('{"a": 1}', tool_call_id="c", name="getOrder"),
+        ]
+    )
+    assert isinstance(view[1], HumanMessage) and view[1].content == 'Result of getOrder: {"a": 1}'
+
+
+@pytest.mark.parametrize("cls", [FunctionCallingAgent, ReActAgent])
+async def test_tool_results_reach_the_model_as_user_turns(cls):
+    from langchain_core.messages import HumanMessage
+
+    def responder(messages):
+        if any(isinstance(m, ToolMessage) for m in messages):
+            return AIMessage("the tool role reached the model")
+        seen = [m.content for m in messages if isinstance(m, HumanMessage)]
+        if any(s.startswith("Result of getOrder:") for s in seen):
+            return AIMessage("<refund_decision>Approved</refund_decision>")
+        return AIMessage("", tool_calls=[_call("getOrder", {"order_id": "O_001"}, "c")])
+
+    domain = load_domain(REFUND)
+    model = ScriptedChatModel(responder=responder)
+    async with cls(domain, model, tool_results_in_user_turns=True) as agent:
+        r = await agent.solve(domain.tasks[0])
+    assert r.answer == {"refund_decision": "Approved"}
+    assert r.steps[0]["result"] == '{"order_id": "O_001", "status": "delivered"}'  # record kept
+
+
+async def test_budget_stops_starting_tasks(tmp_path):
+    domain = load_domain(REFUND)
+    spec = RunSpec(
+        domain=domain.name,
+        agent="sopgraph",
+        domain_tasks=8,
+        tasks=[t.task_id for t in domain.tasks],
+        seed=0,
+    )
+    async with CompiledGraphAgent(domain, GRAPHS / "refund_check") as agent:
+        assert await run_tasks(domain, agent, domain.tasks, tmp_path, spec, budget_s=0) == []
+        records = await run_tasks(domain, agent, domain.tasks, tmp_path, spec, budget_s=3600)
+    assert len(records) == 8
