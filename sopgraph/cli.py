@@ -490,6 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_commands(sub)
     add_world_commands(sub)
+    from sopgraph.cli_sopbench import add_command as add_sopbench
+
+    add_sopbench(sub.choices["bench"])  # `sopgraph bench sopbench`
     return p
 
 

@@ -1,0 +1,248 @@
+"""``sopgraph bench sopbench``: run an agent on SOP-Bench domains and print the metrics table."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from sopgraph.evals.sopbench.domain import Domain, DomainError, load_domain, resolve_domain
+
+
+def add_command(bench: argparse.ArgumentParser) -> None:
+    """Register ``sopbench`` under the ``bench`` command's subparsers."""
+    (sub,) = [a for a in bench._actions if isinstance(a, argparse._SubParsersAction)]
+    p = sub.add_parser(
+        "sopbench",
+        help="SOP-Bench: ECR, C-TSR, TSR (strict and lenient) of an agent on domain folders",
+        description=(
+            "Run an agent on SOP-Bench domain folders (CC BY-NC 4.0 data, evaluation only; read "
+            "from --data, never copied). One JSON line per task is kept in the run folder; "
+            "running the same command again resumes an interrupted run."
+        ),
+    )
+    p.add_argument("domains", nargs="*", metavar="PATH/DOMAIN", help="domain folders or names")
+    p.add_argument(
+        "--agent",
+        choices=["sopgraph", "fc", "react"],
+        default="sopgraph",
+        help="sopgraph: the compiled graph (no LLM); fc/react: the baselines on "
+        "SOPGRAPH_MODEL (default: %(default)s)",
+    )
+    p.add_argument(
+        "--tasks",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a stratified sample of N tasks across answer labels (default: all)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="sample and distractor seed (default: 0)")
+    p.add_argument(
+        "--bloat",
+        type=float,
+        default=0.0,
+        metavar="R",
+        help="add R distractor tools per domain tool from the other domains "
+        "(the paper's 20/6 = 3.33; default: 0)",
+    )
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="folder of domains for bare names (default: $SOPBENCH_DATA or /work/shared/sopbench)",
+    )
+    p.add_argument(
+        "--graphs",
+        type=Path,
+        default=None,
+        help="folder of compiled graphs, one per domain (default: evals/sopbench/graphs)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="root of the run folders (default: $SOPGRAPH_HOME/sopbench)",
+    )
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="start no task after this many seconds (the same command resumes the rest)",
+    )
+    p.add_argument(
+        "--table",
+        action="store_true",
+        help="print the table of every run under --out instead of running",
+    )
+    p.add_argument("--json", action="store_true", help="print the runs and figures as JSON")
+    p.set_defaults(fn=cmd_sopbench)
+
+
+def _out_root(args: argparse.Namespace) -> Path:
+    from sopgraph.nodes.mcp_client import home_dir
+
+    return args.out or home_dir() / "sopbench"
+
+
+def _graph_for(domain: Domain, args: argparse.Namespace) -> Path:
+    from sopgraph.evals.sopbench.compiled import graph_dir
+
+    graph = graph_dir(domain.name, args.graphs)
+    if graph is None:
+        raise DomainError(
+            f"{domain.path}: no compiled graph for {domain.name} "
+            f"in {args.graphs or 'evals/sopbench/graphs'}; use --agent fc or react"
+        )
+    return graph
+
+
+def _run_dir(root: Path, domain: Domain, args: argparse.Namespace) -> Path:
+    bloat = f"-bloat{args.bloat:g}" if args.bloat else ""
+    n = f"n{args.tasks}" if args.tasks else "all"
+    return root / domain.name / f"{args.agent}{bloat}-{n}-s{args.seed}"
+
+
+def _model_label() -> str:
+    from sopgraph.nodes.settings import Settings
+
+    label = Settings().model or ""
+    mode = os.environ.get("SOPGRAPH_CASSETTE_MODE")
+    if mode and os.environ.get("SOPGRAPH_CASSETTE"):
+        label += f" (cassette {mode})"
+    return label
+
+
+def _progress(record: dict[str, Any], i: int, n: int) -> None:
+    state = "ok" if record["strict"] else ("wrong" if record["completed"] else "not completed")
+    print(
+        f"  task {i}/{n} {record['task_id']}: {state}, {record['seconds']:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
+    from sopgraph.evals.sopbench.bloat import distractors
+    from sopgraph.evals.sopbench.compiled import CompiledGraphAgent
+    from sopgraph.evals.sopbench.runner import RunSpec, run_tasks
+    from sopgraph.evals.sopbench.sample import stratified_sample
+
+    tasks = stratified_sample(domain, args.tasks, args.seed)
+    extra = distractors(domain, args.bloat, args.seed) if args.bloat else []
+    if args.agent == "sopgraph":
+        agent: Any = CompiledGraphAgent(domain, _graph_for(domain, args), extra)
+        model = "none (compiled graph)"
+    else:
+        from sopgraph.evals.sopbench.agents import FunctionCallingAgent, ReActAgent
+        from sopgraph.nodes.models import chat_model
+
+        cls = FunctionCallingAgent if args.agent == "fc" else ReActAgent
+        from sopgraph.nodes.settings import Settings
+
+        # the local model's chat format drops tool turns (see agents.tool_results_as_text)
+        local = Settings().provider == "local"
+        agent = cls(domain, chat_model(), extra, tool_results_in_user_turns=local)
+        model = _model_label()
+    spec = RunSpec(
+        domain=domain.name,
+        agent=args.agent,
+        domain_tasks=len(domain.tasks),
+        tasks=[t.task_id for t in tasks],
+        seed=args.seed,
+        distractors=extra,
+        model=model,
+    )
+    out = _run_dir(root, domain, args)
+    print(
+        f"{domain.name}: {args.agent} on {len(tasks)} tasks, {len(domain.tools)} tools"
+        f"{f' + {len(extra)} distractors' if extra else ''} -> {out}",
+        file=sys.stderr,
+    )
+    import openai
+
+    try:
+        async with agent:
+            records = await run_tasks(domain, agent, tasks, out, spec, _progress, args.budget_s)
+    except (openai.APIConnectionError, openai.InternalServerError) as exc:
+        raise DomainError(
+            f"{out}: the model could not be reached ({exc}); the finished tasks are kept: "
+            "run the same command again to resume"
+        ) from None
+    return _row(spec, records)
+
+
+def _row(spec: Any, records: list[dict[str, Any]]):
+    from sopgraph.evals.sopbench.metrics import majority_tsr, summarise
+    from sopgraph.evals.sopbench.report import Row
+
+    n = len(spec.tasks)
+    total = spec.domain_tasks
+    sample = f"all {n}" if n == total else f"{n} of {total}, seed {spec.seed}"
+    if len(records) < n:
+        sample += f" ({len(records)} done)"
+    registry = f"+{len(spec.distractors)} distractors" if spec.distractors else "minimal"
+    return Row(
+        domain=spec.domain,
+        agent=spec.agent,
+        model=spec.model,
+        registry=registry,
+        sample=sample,
+        summary=summarise(records),
+        majority_tsr=majority_tsr(records),
+    )
+
+
+def _stored_rows(root: Path, domains: list[str]) -> list[Any]:
+    from sopgraph.evals.sopbench.runner import RunSpec, read_records
+
+    rows = []
+    for meta in sorted(root.glob("*/*/run.json")):
+        spec = RunSpec.model_validate_json(meta.read_text(encoding="utf-8"))
+        if domains and spec.domain not in domains:
+            continue
+        wanted = set(spec.tasks)
+        records = [r for r in read_records(meta.parent / "records.jsonl") if r["task_id"] in wanted]
+        if records:
+            rows.append(_row(spec, records))
+    return rows
+
+
+def cmd_sopbench(args: argparse.Namespace) -> int:
+    from sopgraph.evals.sopbench.report import as_json, markdown_table
+
+    root = _out_root(args)
+    if args.tasks is not None and args.tasks < 1:
+        print("error: --tasks must be 1 or more (leave it out for every task)", file=sys.stderr)
+        return 2
+    if args.bloat < 0:
+        print("error: --bloat must be 0 or more distractors per tool", file=sys.stderr)
+        return 2
+    try:
+        if args.table:
+            rows = _stored_rows(root, [Path(d).name for d in args.domains])
+            if not rows:
+                raise DomainError(f"{root}: no SOP-Bench runs there; run one first")
+        else:
+            if not args.domains:
+                raise DomainError("give at least one PATH/DOMAIN (or --table)")
+            # every domain is checked before any runs, so a typo costs no run time
+            domains = [load_domain(resolve_domain(d, args.data)) for d in args.domains]
+            if args.agent == "sopgraph":
+                for domain in domains:
+                    _graph_for(domain, args)
+            rows = []
+            for domain in domains:
+                rows.append(asyncio.run(_run_one(domain, args, root)))
+    except DomainError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(as_json(rows), indent=2))
+    else:
+        print(markdown_table(rows))
+    return 0

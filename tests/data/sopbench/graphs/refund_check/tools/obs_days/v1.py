@@ -1,0 +1,8 @@
+"""Test tool: days since delivery, for the node's predicates."""
+
+from sopgraph.graphs.model import Verdict
+
+
+async def run(site: str, timestamp: str, ctx) -> Verdict:
+    days = await ctx.mcp.call("sopbench", "daysSinceDelivery", {"order_id": ctx.input["order_id"]})
+    return Verdict(value=True, observed=days)
