@@ -221,6 +221,9 @@ def add_commands(sub: Any) -> None:
     eto.add_argument("--nodes", help="comma-separated node ids (default: every decision node)")
     eto.add_argument("--json", action="store_true", help="print the summary as JSON")
     eto.set_defaults(fn=cmd_eval_tools)
+    from sopgraph.cli_toolmaker import add_eval_toolmaker
+
+    add_eval_toolmaker(ev)
 
     be = sub.add_parser("bench", help="latency and throughput").add_subparsers(
         dest="what", required=True

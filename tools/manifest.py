@@ -35,6 +35,10 @@ class ManifestVersion(BaseModel):
     train_pass: float | None = None
     eval_pass: float | None = None
     date: str
+    # Set for versions the tool-maker made: what the make cost and where its record lies.
+    tokens: int | None = None
+    seconds: float | None = None
+    record: str | None = None  # file beside the version: every round, trace and decision
 
 
 class ManifestTool(BaseModel):
