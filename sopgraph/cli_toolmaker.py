@@ -56,14 +56,26 @@ def _models():
     return models
 
 
-def _nodes(session: Any, nodes: list[str]) -> list[str]:
-    known = {n.id for n in session.sop.decision_nodes}
+def _nodes(sop_dir: Path, nodes: list[str], cases_dir: Path) -> list[str]:
+    """The nodes, checked before any model call: decision nodes with labeled cases."""
+    from sopgraph.evals.toolmaker_eval import node_cases
+    from sopgraph.graphs.loader import load_sop
+
+    known = {n.id for n in load_sop(sop_dir).decision_nodes}
     unknown = [n for n in nodes if n not in known]
     if unknown:
         raise UserError(
-            f"no decision node {', '.join(unknown)} in {session.sop_dir}; "
+            f"no decision node {', '.join(unknown)} in {sop_dir}; "
             "see `sopgraph validate` for the node ids"
         )
+    for node in nodes:
+        try:
+            node_cases(cases_dir, node, "train")
+        except FileNotFoundError:
+            raise UserError(
+                f"{cases_dir / (node + '.jsonl')}: no labeled cases for {node}; "
+                "give --cases DIR with one <node>.jsonl per node"
+            ) from None
     return nodes
 
 
@@ -111,6 +123,7 @@ def cmd_tools_make(argv: list[str]) -> int:
         raise UserError(f"--rounds {args.rounds}: give 0 to 10 repair rounds")
     sop_dir = _sop_dir(args.sop)
     cases_dir = _cases_dir(args.cases, sop_dir)
+    nodes = _nodes(sop_dir, args.nodes, cases_dir)
     models = _models()
     from sopgraph.evals.toolmaker_eval import node_cases
     from sopgraph.tools.registry import Registry
@@ -123,9 +136,6 @@ def cmd_tools_make(argv: list[str]) -> int:
         session = MakeSession(
             sop_dir, chat=models.chat, lm=models.lm, model=models.name, form=args.form
         )
-        nodes = _nodes(session, args.nodes)
-        for node in nodes:  # fail before any model call on a node without cases
-            node_cases(cases_dir, node, "train")
         async with session:
             with _progress(not args.json or sys.stderr.isatty()) as bar:
                 for node in nodes:
@@ -212,8 +222,8 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
         seeds = [int(s) for s in _split_list(args.seeds)] or [0]
     except ValueError:
         raise UserError(f"--seeds {args.seeds}: give comma-separated whole numbers") from None
-    nodes = _split_list(args.nodes) or NODE_SET
     cases_dir = _cases_dir(args.cases, sop_dir)
+    nodes = _nodes(sop_dir, _split_list(args.nodes) or NODE_SET, cases_dir)
     models = _models()
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
@@ -228,7 +238,6 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
 
     async def go() -> list[dict[str, Any]]:
         session = MakeSession(sop_dir, chat=models.chat, lm=models.lm, model=models.name)
-        _nodes(session, nodes)
         async with session:
             with _progress(not args.json or sys.stderr.isatty()) as bar:
                 task = bar.add_task("start", total=None)

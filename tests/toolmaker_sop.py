@@ -7,13 +7,19 @@ S6 wrong (an old reading flips the average, or stands in for missing data).
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import dspy
 import yaml
+from dspy.dsp.utils.settings import DEFAULT_CONFIG
 
 from sopgraph.tools.registry import Registry
 from sopgraph.tools.toolmaker.record import Case
+from sopgraph.tools.toolmaker.session import MakeSession
 
 SERVER = Path(__file__).resolve().parent / "servers" / "toy_warehouse.py"
 T = "2026-01-01T10:00:00Z"
@@ -80,3 +86,15 @@ def make_toy_sop(root: Path, human_tool: bool = True) -> Path:
         reg.add_version(NODE, head + body.format(marker=HUMAN_MARKER), "human", activate=True)
         reg.add_version("rc_other", head + body.format(marker=OTHER_MARKER), "human", activate=True)
     return root
+
+
+def reset_dspy() -> None:
+    """DSPy's global settings back to their defaults (after a test that configured them)."""
+    dspy.settings.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
+
+
+@contextlib.asynccontextmanager
+async def toy_session(tmp: Path, chat=None, model: str = "dummy") -> AsyncIterator[MakeSession]:
+    """A tool-making session over a fresh toy SOP in ``tmp`` (its MCP server started once)."""
+    async with MakeSession(make_toy_sop(tmp / "toy_belt"), chat=chat, model=model) as s:
+        yield s

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
-import dspy
 import pytest
 import pytest_asyncio
-from dspy.dsp.utils.settings import DEFAULT_CONFIG
 from dspy.utils import DummyLM
 from toolmaker_sop import (
     HELD_OUT,
@@ -18,25 +15,17 @@ from toolmaker_sop import (
     TRAIN,
     WRONG_WAY,
     diagnosis,
-    make_toy_sop,
+    toy_session,
 )
 
 from sopgraph.tools.toolmaker.pipeline import MakeError, make_tool, score_heldout
-from sopgraph.tools.toolmaker.session import MakeSession
 
 shared_loop = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture(autouse=True)
-def _reset_dspy():
-    yield
-    dspy.settings.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def session(tmp_path_factory):
-    root = make_toy_sop(tmp_path_factory.mktemp("toy") / "toy_belt")
-    async with MakeSession(root, model="dummy") as s:
+    async with toy_session(tmp_path_factory.mktemp("toy")) as s:
         yield s
 
 
