@@ -7,7 +7,7 @@ generic: nothing in it names a node, a table or a metric, and ``compile_spec`` t
 into a self-contained tool file (standard library only, so it also runs in the sandbox).
 
 Example:
-    >>> spec = ToolSpec(server="robotics", query="avg_over_time(x{{site=\\"{site}\\"}}[15m])",
+    >>> spec = ToolSpec(server="robotics", query='avg_over_time(x{site="{site}"}[15m])',
     ...                 aggregate="first", operator=">", threshold="idle_pct_threshold")
     >>> "async def run(site, timestamp, ctx)" in compile_spec(spec, "obs_x", "Idle > 25%?")
     True
@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import re
-import string
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -26,6 +25,7 @@ Operator = Literal[">", ">=", "<", "<=", "==", "!="]
 Outcome = Literal["no_data", "true", "false"]
 AGGREGATES: tuple[str, ...] = Aggregate.__args__  # type: ignore[attr-defined]
 OPERATORS: tuple[str, ...] = Operator.__args__  # type: ignore[attr-defined]
+PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
 # Placeholders every query may use besides the site's parameter names.
 BUILTIN_PLACEHOLDERS = {
     "site": "the alarm's site id",
@@ -46,7 +46,7 @@ class ToolSpec(BaseModel):
     tool: str = Field("execute_query", description="the server's query tool")
     query: str = Field(
         description="query text; {name} placeholders: site, station, timestamp, sql_time and "
-        "any site parameter; literal braces doubled ({{ }})"
+        "any site parameter; any other brace is literal"
     )
     column: str = Field(
         "", description="result column holding the value (SQL); empty: the first column"
@@ -64,11 +64,9 @@ class ToolSpec(BaseModel):
         return v.strip().strip("`'\"") if isinstance(v, str) else v
 
     def placeholders(self) -> list[str]:
-        """The ``{name}`` fields the query uses."""
-        try:
-            return [f for _, f, _, _ in string.Formatter().parse(self.query) if f]
-        except ValueError as exc:
-            raise SpecError(f"query: {exc} (double literal braces: {{{{ }}}})") from None
+        """The ``{name}`` fields the query uses. Other braces (PromQL label matchers
+        ``{site="x"}``, SQL) are literal: nobody has to double them."""
+        return PLACEHOLDER.findall(self.query)
 
 
 def check_spec(spec: ToolSpec, params: list[str], servers: dict[str, list[str]]) -> None:
@@ -87,10 +85,9 @@ def check_spec(spec: ToolSpec, params: list[str], servers: dict[str, list[str]])
         )
     known = set(params) | set(BUILTIN_PLACEHOLDERS)
     for name in spec.placeholders():
-        if not re.fullmatch(r"[A-Za-z_]\w*", name) or name not in known:
+        if name not in known:
             raise SpecError(
-                f"query: unknown placeholder {{{name}}}; use one of "
-                f"{', '.join(sorted(known))} (double literal braces)"
+                f"query: unknown placeholder {{{name}}}; use one of {', '.join(sorted(known))}"
             )
     if not _is_number(spec.threshold) and spec.threshold not in params:
         raise SpecError(
@@ -152,6 +149,7 @@ Spec:
 
 import datetime as dt
 import operator
+import re
 import statistics
 
 from sopgraph.graphs.model import Verdict
@@ -207,7 +205,8 @@ async def run(site, timestamp, ctx):
     fields = dict(ctx.params)
     fields.update(site=site, station=ctx.input.get("station") or "", timestamp=timestamp,
                   sql_time=_sql_time(timestamp))
-    query = QUERY.format(**fields)
+    # {{name}} is a placeholder when it names a field; any other brace is the query's own
+    query = re.sub(r"\{{(\w+)\}}", lambda m: str(fields.get(m.group(1), m.group(0))), QUERY)
     args = {{QUERY_ARG: query}}
     if TIME_ARG:
         args[TIME_ARG] = timestamp
