@@ -20,7 +20,16 @@ class WriteToolSpec(dspy.Signature):
     (and station when the check is about one station) and to the time window the check names,
     ending at the alarm time. Use {placeholders} for every value that varies: {site},
     {station}, {timestamp} (ISO time), {sql_time} (naive SQL time) and site parameter names.
-    Follow the traces' working queries and the diagnosis of earlier failures."""
+    Follow the traces' working queries and the diagnosis of earlier failures.
+
+    Two examples for made-up checks (not this SOP):
+    "The pump ran hotter than {temp_max_c} C on average over the last 30 minutes." ->
+    server: metrics; query: avg_over_time(pump_temp_c{site="{site}",pump="{station}"}[30m]);
+    column: ; aggregate: first; operator: >; threshold: temp_max_c; empty: no_data.
+    "At least {min_errors} errors were logged in the last hour." -> server: warehouse;
+    query: SELECT count(*) AS n FROM events WHERE site = '{site}' AND kind = 'error' AND
+    at > TIMESTAMP '{sql_time}' - INTERVAL 60 MINUTE AND at <= TIMESTAMP '{sql_time}';
+    column: n; aggregate: first; operator: >=; threshold: min_errors; empty: false."""
 
     check: str = dspy.InputField(desc="the SOP node; {names} are site parameters")
     graph: str = dspy.InputField(desc="the node's parents and children in the SOP")

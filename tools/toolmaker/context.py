@@ -58,12 +58,9 @@ def brief_for(sop: Sop, node: Node, params: dict[str, Any], catalog: Catalog) ->
             child = sop.nodes.get(t)
             if child is not None:
                 lines.append(f"on {verdict} -> {t} ({child.kind}): {' '.join(child.text.split())}")
+    # Only the check's own parameters: forty others are noise to a small model.
     used = [name for name in params if "{" + name + "}" in node.text]
-    shown = used + [n for n in params if n not in used]
-    param_lines = [
-        f"{name} = {json.dumps(params[name])}" + ("  (in the check)" if name in used else "")
-        for name in shown[:40]
-    ]
+    param_lines = [f"{name} = {json.dumps(params[name])}" for name in used]
     hinted = [h.split(".", 1)[0] for h in node.data if "." in h]
     servers = [s for s in dict.fromkeys(hinted) if s in catalog.servers] or list(catalog.servers)
     return NodeBrief(
@@ -72,7 +69,8 @@ def brief_for(sop: Sop, node: Node, params: dict[str, Any], catalog: Catalog) ->
         text=" ".join(node.text.split()),
         data_hints=list(node.data),
         graph="\n".join(lines) or "(no parents or children)",
-        parameters="\n".join(param_lines) or "(none)",
+        parameters="\n".join(param_lines)
+        or "(the check names no parameter: compare against a number)",
         servers=catalog.render(servers),
         server_names=servers,
         param_names=list(params),

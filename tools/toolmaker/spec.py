@@ -141,7 +141,7 @@ def compile_spec(
 
 
 # The runtime every compiled tool carries: standard library only (the sandbox allows no more).
-_TEMPLATE = '''"""{node_id} (made by the tool-maker from a ToolSpec): {doc}
+_TEMPLATE = r'''"""{node_id} (made by the tool-maker from a ToolSpec): {doc}
 
 Spec:
 {spec}
