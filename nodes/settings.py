@@ -28,7 +28,7 @@ OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 
 _MODEL_HELP = (
     "set SOPGRAPH_MODEL (or `model` in sopgraph.toml) to `bedrock:<model id>`, "
-    "`openai:<name>` with SOPGRAPH_BASE_URL, `ollama:<name>` or `local`"
+    "`openai:<name>` with SOPGRAPH_BASE_URL, `ollama:<name>`, `local` or `local:smollm2`"
 )
 
 
@@ -55,7 +55,8 @@ class Settings(BaseSettings):
     """Config file (TOML, or YAML by suffix); default ``./sopgraph.toml`` if present."""
 
     model: str = ""
-    """``provider:name`` (``bedrock``, ``openai``, ``ollama``) or ``local``; empty = no model."""
+    """``provider:name`` (``bedrock``, ``openai``, ``ollama``), ``local`` (Qwen2.5-Coder-1.5B) or
+    ``local:smollm2``; empty = no model."""
     base_url: str | None = None
     """OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:8000/v1`` (vLLM)."""
     api_key: SecretStr | None = None
@@ -121,7 +122,7 @@ class Settings(BaseSettings):
         if not model:
             raise SettingsError(f"no model configured: {_MODEL_HELP}")
         if model == "local":
-            return "local", "smollm2-135m-instruct"
+            return "local", "qwen"
         provider, sep, name = model.partition(":")
         if not sep or provider not in PROVIDERS or not name:
             raise SettingsError(
@@ -167,9 +168,14 @@ class Settings(BaseSettings):
                     "http://127.0.0.1:8000/v1, or OPENAI_API_KEY for api.openai.com"
                 )
         elif provider == "local":
-            from sopgraph.nodes.local_llm import ensure_installed
+            from sopgraph.nodes.local_llm import ensure_installed, local_model
 
-            ensure_installed()
+            local_model(name)  # an unknown name is a SettingsError
+            replaying = os.environ.get("SOPGRAPH_CASSETTE") and (
+                os.environ.get("SOPGRAPH_CASSETTE_MODE", "replay").strip() == "replay"
+            )
+            if not self.base_url and not replaying:  # a replay never starts the server
+                ensure_installed(name)
 
     def _check_bedrock(self) -> None:
         if not self.check_credentials:

@@ -19,6 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, To
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.nodes.codeact import NO_MODEL, message_text, model_label
+from sopgraph.nodes.envelope import role_chat
 from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.prompts import subagent as texts
@@ -50,7 +51,7 @@ class SubAgentToolExecutor:
         extractor: VerdictExtractor | None = None,
         max_turns: int = DEFAULT_MAX_TURNS,
     ):
-        self.model = model
+        self.model = role_chat(model, "codeact")
         self.registry = registry
         self.tool = ToolExecutor(registry, log)
         self.extractor = extractor or VerdictExtractor()

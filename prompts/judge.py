@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from sopgraph.nodes.envelope import role_lm
 from sopgraph.prompts.routing import JudgeCondition
 
 
@@ -45,7 +46,7 @@ class ConditionJudge(dspy.Module):
 
     def __init__(self, lm: dspy.BaseLM | None = None):
         super().__init__()
-        self.lm = lm
+        self.lm = role_lm(lm, "judge")
         self.decide = dspy.Predict(JudgeCondition)
 
     @property

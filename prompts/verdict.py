@@ -22,6 +22,7 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from sopgraph.graphs.model import Verdict
+from sopgraph.nodes.envelope import role_lm
 from sopgraph.prompts.signatures import ExtractVerdict
 
 _VERDICT = re.compile(r"\bVERDICT\s*[:=]\s*[*`\"']*\s*(true|false|no[ _-]?data)\b", re.I)
@@ -102,7 +103,7 @@ class VerdictExtractor(dspy.Module):
 
     def __init__(self, lm: dspy.BaseLM | None = None):
         super().__init__()
-        self.lm = lm
+        self.lm = role_lm(lm, "verdict")
         self.extract = dspy.Predict(ExtractVerdict)
 
     def _context(self):

@@ -362,6 +362,10 @@ def _inspect(inspector: Path, env: dict[str, str], *method: str) -> dict:
             str(inspector),
             "mcp-inspector",
             "--cli",
+            # The server imports LangGraph, DSPy and the MCP SDK before it answers: on a loaded
+            # 2-core machine that passes the Inspector's 15 s default.
+            "--connect-timeout",
+            "120000",
             *passed,
             sys.executable,
             "-m",

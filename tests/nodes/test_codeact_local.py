@@ -26,7 +26,7 @@ from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 pytestmark = [pytest.mark.local_llm, pytest.mark.asyncio(loop_scope="module")]
 
 try:
-    ensure_installed()
+    ensure_installed("smollm2")
 except LocalModelUnavailable as exc:
     pytest.skip(str(exc), allow_module_level=True)
 
@@ -35,9 +35,9 @@ QUESTION = "The alarmed induct station was idle more than 25% of the time over t
 
 @pytest.fixture(scope="module")
 def local() -> Settings:
-    with LocalModelServer() as server:
+    with LocalModelServer(model="smollm2") as server:
         print(f"\nlocal model server started in {server.startup_seconds:.2f} s ({server.base_url})")
-        yield Settings(model="local", base_url=server.base_url, max_tokens=256)
+        yield Settings(model="local:smollm2", base_url=server.base_url, max_tokens=256)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

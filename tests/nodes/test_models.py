@@ -37,11 +37,44 @@ def test_local_with_a_running_server_url_starts_nothing():
         assert "make local-llm" in str(exc)
         return
     assert (llm.model_name, llm.openai_api_base, llm.max_tokens) == (
-        "smollm2-135m-instruct",
+        "qwen2.5-coder-1.5b-instruct",
         "http://127.0.0.1:9/v1",
         512,
     )
-    assert dspy_lm(settings).model == "openai/smollm2-135m-instruct"
+    assert dspy_lm(settings).model == "openai/qwen2.5-coder-1.5b-instruct"
+
+
+def test_local_smollm2_by_name():
+    settings = Settings(model="local:smollm2", base_url="http://127.0.0.1:9/v1")
+    try:
+        llm = chat_model(settings)
+    except SettingsError as exc:
+        assert "make local-llm" in str(exc)
+        return
+    assert llm.model_name == "smollm2-135m-instruct"
+
+
+def test_an_unknown_local_model_is_one_clear_error():
+    with pytest.raises(SettingsError) as exc:
+        chat_model(Settings(model="local:llama9"))
+    assert "unknown local model 'llama9'" in str(exc.value) and "smollm2" in str(exc.value)
+
+
+def test_local_roles_get_their_output_budgets():
+    from sopgraph.nodes.envelope import BUDGETS, role_chat, role_lm
+
+    settings = Settings(model="local", base_url="http://127.0.0.1:9/v1")
+    try:
+        llm, lm = chat_model(settings), dspy_lm(settings)
+    except SettingsError:
+        pytest.skip("llama-cpp-python is not installed")
+    assert role_chat(llm, "route").max_tokens == BUDGETS["route"]
+    assert role_lm(lm, "judge").kwargs["max_tokens"] == BUDGETS["judge"]
+    assert llm.max_tokens == BUDGETS["default"]  # the original is not changed
+    fixed = chat_model(Settings(model="local", base_url="http://127.0.0.1:9/v1", max_tokens=7))
+    assert role_chat(fixed, "codeact").max_tokens == 7  # an explicit max_tokens wins
+    hosted = chat_model(Settings(model="openai:x", base_url="http://127.0.0.1:9/v1"))
+    assert role_chat(hosted, "route") is hosted
 
 
 def test_bedrock(monkeypatch):

