@@ -68,12 +68,17 @@ async def eval_toolmaker(
     rounds: int = 3,
     out_dir: Path | None = None,
     on_stage: Callable[[str, str, str, str], None] | None = None,
+    on_row: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (config, seed, node); records saved under ``out_dir`` when given."""
+    """One row per (node, seed, config); records saved under ``out_dir`` when given.
+
+    Node-major, so a run cut short still holds every configuration of the nodes it reached;
+    ``on_row`` gets the rows so far after each make (to save partial results).
+    """
     rows = []
-    for config in configs:
+    for node in nodes:
         for seed in seeds:
-            for node in nodes:
+            for config in configs:
                 deps = session.deps(node)
                 train = node_cases(cases_dir, node, "train")
                 held_out = node_cases(cases_dir, node, "eval")
@@ -99,6 +104,8 @@ async def eval_toolmaker(
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(record.model_dump_json(indent=1, by_alias=True))
                 rows.append(_row(record, train, held_out))
+                if on_row:
+                    on_row(rows)
     return rows
 
 

@@ -6,11 +6,14 @@ import argparse
 import asyncio
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sopgraph.cli import UserError, build_parser, write_output
 
+SPEC_TOKENS = 400  # a filled spec is ~150 tokens; room for a model that explains first
+JUDGE_TOKENS = 200  # a diagnosis of two or three sentences, or a yes/no with one
 CONFIG_HELP = "sop | sop+d (traces) | sop+r (repair loop) | sop+d+r (both, default)"
 CONFIGS = ("sop", "sop+d", "sop+r", "sop+d+r")
 
@@ -44,16 +47,35 @@ def _cases_dir(spec: str | None, sop_dir: Path) -> Path:
     return build_world(home_dir(), progress=sys.stderr.isatty()).cases
 
 
-def _models():
-    from sopgraph.nodes.architectures import load_models
+@dataclass
+class MakerModels:
+    """The models of a make: the collector's chat model, the tool-maker's and judges' LMs."""
 
-    models = load_models()
-    if models.lm is None:
+    name: str
+    chat: Any
+    lm: Any  # tool-maker
+    judge_lm: Any  # reflector and judges: short answers
+
+
+def _models() -> MakerModels:
+    from sopgraph.nodes.settings import Settings
+
+    settings = Settings()
+    name = settings.model.strip()
+    if not name or name == "scripted":
         raise UserError(
             "the tool-maker needs a model: set SOPGRAPH_MODEL (`local` for the local model; "
-            "a cassette replays a recorded run: SOPGRAPH_CASSETTE=<file>)"
+            "SOPGRAPH_CASSETTE=<file> replays a recorded run)"
         )
-    return models
+    from sopgraph.nodes.models import chat_model, dspy_lm
+
+    # No DSPy cache: every figure is a real call (a cassette replays at the HTTP layer).
+    return MakerModels(
+        name=name,
+        chat=chat_model(settings, role="codeact"),
+        lm=dspy_lm(settings, role="toolmaker", cache=False, max_tokens=SPEC_TOKENS),
+        judge_lm=dspy_lm(settings, role="toolmaker", cache=False, max_tokens=JUDGE_TOKENS),
+    )
 
 
 def _nodes(sop_dir: Path, nodes: list[str], cases_dir: Path) -> list[str]:
@@ -134,8 +156,9 @@ def cmd_tools_make(argv: list[str]) -> int:
     async def go() -> list[dict[str, Any]]:
         out = []
         session = MakeSession(
-            sop_dir, chat=models.chat, lm=models.lm, model=models.name, form=args.form
-        )
+            sop_dir, chat=models.chat, lm=models.lm, judge_lm=models.judge_lm,
+            model=models.name, form=args.form,
+        )  # fmt: skip
         async with session:
             with _progress(not args.json or sys.stderr.isatty()) as bar:
                 for node in nodes:
@@ -149,7 +172,7 @@ def cmd_tools_make(argv: list[str]) -> int:
                     held_out = node_cases(cases_dir, node, "eval")
                     if args.label_free:
                         record = await make_label_free(
-                            deps, train, Judges(lm=models.lm), rounds=min(args.rounds, 2),
+                            deps, train, Judges(lm=models.judge_lm), rounds=min(args.rounds, 2),
                             seed=args.seed, on_stage=stage,
                         )  # fmt: skip
                     else:
@@ -237,7 +260,9 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
     live = live and models.name not in ("scripted",)
 
     async def go() -> list[dict[str, Any]]:
-        session = MakeSession(sop_dir, chat=models.chat, lm=models.lm, model=models.name)
+        session = MakeSession(
+            sop_dir, chat=models.chat, lm=models.lm, judge_lm=models.judge_lm, model=models.name
+        )
         async with session:
             with _progress(not args.json or sys.stderr.isatty()) as bar:
                 task = bar.add_task("start", total=None)
@@ -245,9 +270,12 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
                 def stage(config: str, node: str, s: str, d: str) -> None:
                     bar.update(task, description=f"[{config}] {node}: {s} {d}")
 
+                def partial(rows: list[dict[str, Any]]) -> None:
+                    write_output(out_dir / "summary.json", dump(summarize(rows, models.name, live)))
+
                 return await eval_toolmaker(
                     session, cases_dir, nodes, configs, seeds, rounds=args.rounds,
-                    out_dir=out_dir / "records", on_stage=stage,
+                    out_dir=out_dir / "records", on_stage=stage, on_row=partial,
                 )  # fmt: skip
 
     rows = asyncio.run(go())

@@ -25,7 +25,7 @@ from sopgraph.tools.toolmaker.context import (
     render_trace,
     render_traces,
 )
-from sopgraph.tools.toolmaker.maker import shown, tracked
+from sopgraph.tools.toolmaker.maker import Usage, call_failure, shown, tracked
 from sopgraph.tools.toolmaker.pipeline import MakeDeps, MakeError, Stage, _noop
 from sopgraph.tools.toolmaker.record import Candidate, Case, CaseResult, MakeRecord, Round, Trace
 
@@ -86,15 +86,10 @@ async def make_label_free(
         record.output_tokens += t.output_tokens
     on_stage("judge", f"{len(record.traces)} traces")
     for t in record.traces:
-        pred, usage = await tracked(
-            judges.trace.acall(
-                check=check_text(deps.brief),
-                parameters=deps.brief.parameters,
-                trace=render_trace(t, graded=False),
-            ),  # fmt: skip
-            judges.lm,
-        )
-        t.judged, t.judge_reason = says_yes(pred.consistent), str(pred.reason or "")[:300]
+        t.judged, t.judge_reason, usage = await _ask(
+            judges.trace, judges.lm, check=check_text(deps.brief),
+            parameters=deps.brief.parameters, trace=render_trace(t, graded=False),
+        )  # fmt: skip
         record.input_tokens += usage.input_tokens
         record.output_tokens += usage.output_tokens
     surviving = [t for t in record.traces if t.judged]
@@ -117,17 +112,16 @@ async def make_label_free(
     for r in range(rounds):
         for i in range(n):
             disagree = _disagreements(picked, outputs[i], pseudo)
-            pred, usage = await tracked(
-                judges.review.acall(check=check_text(deps.brief), candidate=shown(candidates[i])),
-                judges.lm,
-            )
+            passed, reason, usage = await _ask(
+                judges.review, judges.lm, check=check_text(deps.brief),
+                candidate=shown(candidates[i]),
+            )  # fmt: skip
             record.input_tokens += usage.input_tokens
             record.output_tokens += usage.output_tokens
-            reviews[i] = says_yes(pred.consistent) and not candidates[i].problem
+            reviews[i] = passed and not candidates[i].problem
             carried = not disagree and reviews[i]
             record.rounds.append(
-                _round(len(record.rounds), i, r, candidates[i], outputs[i], pseudo, carried,
-                       str(pred.reason or "")[:300])
+                _round(len(record.rounds), i, r, candidates[i], outputs[i], pseudo, carried, reason)
             )  # fmt: skip
             if carried:
                 continue
@@ -135,7 +129,7 @@ async def make_label_free(
             failures = (
                 render_failures(disagree)
                 if disagree
-                else f"the code review found it inconsistent with the SOP: {pred.reason}"
+                else f"the code review found it inconsistent with the SOP: {reason}"
             )
             diagnosis, usage = await deps.reflector.diagnose(
                 deps.brief, evidence, shown(candidates[i]), failures
@@ -172,6 +166,17 @@ async def make_label_free(
     record.seconds = round(time.perf_counter() - start, 2)
     on_stage("done", f"picked candidate {chosen + 1}")
     return record
+
+
+async def _ask(
+    module: dspy.Module, lm: dspy.BaseLM | None, **inputs: str
+) -> tuple[bool, str, Usage]:
+    """A judge's yes/no and reason; a call that fails counts as `no`, with the failure as reason."""
+    try:
+        pred, usage = await tracked(module.acall(**inputs), lm)
+    except Exception as exc:  # noqa: BLE001 - a judge that cannot answer does not approve
+        return False, f"(no answer: {call_failure(exc)})", Usage()
+    return says_yes(pred.consistent), str(pred.reason or "")[:300], usage
 
 
 async def _outputs(deps: MakeDeps, cand: Candidate, cases: list[Case]) -> list[CaseResult]:

@@ -57,6 +57,12 @@ async def tracked(call: Awaitable[T], lm: dspy.BaseLM | None = None) -> tuple[T,
     return result, spent
 
 
+def call_failure(exc: BaseException) -> str:
+    """One line for a model call that gave nothing usable (unparsable reply, timeout)."""
+    first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
+    return f"{type(exc).__name__}: {first[:300]}"
+
+
 def unfence(text: str) -> str:
     """The content of the first fenced block, or the text itself without stray backticks."""
     blocks = [b for b in _FENCE.findall(text or "") if b.strip()]
@@ -125,9 +131,13 @@ class ToolMaker:
     ) -> tuple[Candidate, Usage]:
         """One candidate; ``variant`` > 0 samples an independent one (label-free voting)."""
         config = {"temperature": 0.8, "rollout_id": variant} if variant else {}
-        pred, usage = await tracked(
-            self.module.acall(config=config, **self.inputs(brief, evidence, feedback)), self.lm
-        )
+        try:
+            pred, usage = await tracked(
+                self.module.acall(config=config, **self.inputs(brief, evidence, feedback)),
+                self.lm,
+            )
+        except Exception as exc:  # noqa: BLE001 - an unusable reply is a failed round, kept
+            return Candidate(code="", problem=f"no candidate: {call_failure(exc)}"), Usage()
         if self.form == "code":
             return Candidate(code=unfence(str(pred.code or "")) + "\n"), usage
         try:

@@ -13,7 +13,7 @@ import dspy
 
 from sopgraph.prompts.toolmaker import ReflectorModule
 from sopgraph.tools.toolmaker.context import NodeBrief, check_text
-from sopgraph.tools.toolmaker.maker import Usage, tracked
+from sopgraph.tools.toolmaker.maker import Usage, call_failure, tracked
 
 
 @dataclass
@@ -32,9 +32,12 @@ class Reflector:
     async def diagnose(
         self, brief: NodeBrief, evidence: str, candidate: str, failures: str
     ) -> tuple[str, Usage]:
-        pred, usage = await tracked(
-            self.module.acall(**self.inputs(brief, evidence, candidate, failures)), self.lm
-        )
+        try:
+            pred, usage = await tracked(
+                self.module.acall(**self.inputs(brief, evidence, candidate, failures)), self.lm
+            )
+        except Exception as exc:  # noqa: BLE001 - the rewrite still sees the failures
+            return f"(no diagnosis: {call_failure(exc)})", Usage()
         return " ".join(str(pred.diagnosis or "").split())[:1200], usage
 
 

@@ -36,7 +36,9 @@ class MakeSession:
     Args:
         sop_dir: the SOP folder (``sop.yaml``, ``mcp.yaml``, ``params/``, ``tools/``).
         chat: the chat model of the CodeAct data collector (None: no +D configurations).
-        lm: the DSPy LM of the tool-maker, reflector and judges (default ``dspy.settings.lm``).
+        lm: the DSPy LM of the tool-maker (default ``dspy.settings.lm``).
+        judge_lm: the LM of the reflector, the judges and the collector's verdict reader
+            (default ``lm``; a smaller output budget suits their short answers).
         form: ``spec`` or ``code`` (see ``maker.ToolMaker``).
     """
 
@@ -46,6 +48,7 @@ class MakeSession:
         *,
         chat: BaseChatModel | None = None,
         lm: dspy.BaseLM | None = None,
+        judge_lm: dspy.BaseLM | None = None,
         model: str = "model",
         form: str = "spec",
         pool: Any = None,
@@ -54,6 +57,7 @@ class MakeSession:
         self.sop = load_sop(self.sop_dir)
         self.params = ParamStore(self.sop, self.sop_dir)
         self.chat, self.lm, self.model, self.form = chat, lm, model, form
+        self.judge_lm = judge_lm or lm
         self._own_pool = pool is None
         self.pool = pool or McpPool(load_server_configs(self.sop_dir))
         self.catalog = Catalog()
@@ -96,7 +100,9 @@ class MakeSession:
         brief = brief_for(self.sop, node, params, self.catalog)
         collector = None
         if self.chat is not None:
-            collector = CodeActExecutor(model=self.chat, extractor=VerdictExtractor(lm=self.lm))
+            collector = CodeActExecutor(
+                model=self.chat, extractor=VerdictExtractor(lm=self.judge_lm)
+            )
         return MakeDeps(
             sop=self.sop,
             node=node,
@@ -108,7 +114,7 @@ class MakeSession:
                 lm=self.lm,
                 example=self.example_tool(node_id) if self.form == "code" else "",
             ),
-            reflector=Reflector(lm=self.lm),
+            reflector=Reflector(lm=self.judge_lm),
             collector=collector,
             model=self.model,
         )
