@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,12 @@ def _progress(enabled: bool):
     )  # fmt: skip
 
 
+def _log(line: str) -> None:
+    """A stage line on stderr when no live display can show it (a background run's log)."""
+    if not sys.stderr.isatty():
+        print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
+
+
 def _split_list(text: str | None) -> list[str]:
     return [x.strip() for x in (text or "").split(",") if x.strip()]
 
@@ -166,6 +173,7 @@ def cmd_tools_make(argv: list[str]) -> int:
 
                     def stage(s: str, d: str, node=node, task=task) -> None:
                         bar.update(task, description=f"{node}: {s} {d}")
+                        _log(f"{node}: {s} {d}")
 
                     deps = session.deps(node)
                     train = node_cases(cases_dir, node, "train")
@@ -269,6 +277,7 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
 
                 def stage(config: str, node: str, s: str, d: str) -> None:
                     bar.update(task, description=f"[{config}] {node}: {s} {d}")
+                    _log(f"[{config}] {node}: {s} {d}")
 
                 def partial(rows: list[dict[str, Any]]) -> None:
                     write_output(out_dir / "summary.json", dump(summarize(rows, models.name, live)))
