@@ -66,6 +66,7 @@ async def eval_toolmaker(
     seeds: list[int],
     *,
     rounds: int = 3,
+    traces: int = 3,
     out_dir: Path | None = None,
     on_stage: Callable[[str, str, str, str], None] | None = None,
     on_row: Callable[[list[dict[str, Any]]], None] | None = None,
@@ -90,8 +91,9 @@ async def eval_toolmaker(
                 start = time.perf_counter()
                 try:
                     record = await make_tool(
-                        deps, train, config=config, rounds=rounds, seed=seed, on_stage=stage
-                    )
+                        deps, train, config=config, rounds=rounds, seed=seed,
+                        traces=traces, on_stage=stage,
+                    )  # fmt: skip
                     record = await score_heldout(deps, record, held_out)
                 except Exception as exc:  # noqa: BLE001 - one node's failure is its row
                     record = MakeRecord(

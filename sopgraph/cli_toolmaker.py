@@ -122,6 +122,13 @@ def _split_list(text: str | None) -> list[str]:
     return [x.strip() for x in (text or "").split(",") if x.strip()]
 
 
+def _budget_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--traces", type=int, default=3, help="training cases traced (default 3)")
+    p.add_argument(
+        "--collector-turns", type=int, help="the data collector's turn budget (default 6)"
+    )
+
+
 # -- sopgraph tools make ----------------------------------------------------------------
 
 
@@ -140,6 +147,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="which training cases to trace")
     p.add_argument("--form", choices=("spec", "code"), default="spec",
                    help="spec: fill a checked ToolSpec (default); code: write the file")  # fmt: skip
+    _budget_options(p)
     p.add_argument("--cases", help="folder of <node>.jsonl labeled cases (default: the world's)")
     p.add_argument("--no-register", action="store_true", help="make and score only")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -164,7 +172,7 @@ def cmd_tools_make(argv: list[str]) -> int:
         out = []
         session = MakeSession(
             sop_dir, chat=models.chat, lm=models.lm, judge_lm=models.judge_lm,
-            model=models.name, form=args.form,
+            model=models.name, form=args.form, collector_turns=args.collector_turns,
         )  # fmt: skip
         async with session:
             with _progress(not args.json or sys.stderr.isatty()) as bar:
@@ -186,15 +194,24 @@ def cmd_tools_make(argv: list[str]) -> int:
                     else:
                         record = await make_tool(
                             deps, train, config=args.config, rounds=args.rounds,
-                            seed=args.seed, on_stage=stage,
+                            seed=args.seed, traces=args.traces, on_stage=stage,
                         )  # fmt: skip
                     stage("score", f"{len(held_out)} held-out cases")
                     record = await score_heldout(deps, record, held_out)
-                    version = None
+                    version, kept = None, None
                     if not args.no_register and record.best and record.best.candidate.code:
                         version = register(record, Registry(sop_dir / "tools"), node)
+                        kept = sop_dir / "tools" / node / f"v{version}.make.json"
+                    else:  # nothing registered: the record is kept all the same
+                        from sopgraph.nodes.mcp_client import home_dir
+
+                        name = f"{node}.{record.config}.seed{record.seed}.{int(time.time())}"
+                        kept = write_output(
+                            home_dir() / "toolmaker" / f"{name}.make.json",
+                            record.model_dump_json(indent=1, by_alias=True),
+                        )
                     bar.update(task, description=f"{node}: done")
-                    out.append(_make_row(record, version, sop_dir))
+                    out.append(_make_row(record, version, kept))
         return out
 
     rows = asyncio.run(go())
@@ -206,14 +223,13 @@ def cmd_tools_make(argv: list[str]) -> int:
     return 0
 
 
-def _make_row(record: Any, version: int | None, sop_dir: Path) -> dict[str, Any]:
+def _make_row(record: Any, version: int | None, kept: Path) -> dict[str, Any]:
     return {
         "node": record.node, "config": record.config, "label_free": record.label_free,
         "model": record.model, "version": version, "best_round": record.best_round,
         "rounds": len(record.rounds), "train_pass": record.train_pass,
         "eval_pass": record.eval_pass, "tokens": record.tokens, "seconds": record.seconds,
-        "record": str(sop_dir / "tools" / record.node / f"v{version}.make.json")
-        if version else None,
+        "record": str(kept),
         "notes": record.notes,
     }  # fmt: skip
 
@@ -225,7 +241,8 @@ def _make_line(r: dict[str, Any], sop: str) -> str:
         f"held-out {ev}, {r['tokens']:,} tokens, {r['seconds']:.0f} s"
     )
     if r["version"] is None:
-        return f"{head}; not registered" + (f" ({'; '.join(r['notes'])})" if r["notes"] else "")
+        notes = f" ({'; '.join(r['notes'])})" if r["notes"] else ""
+        return f"{head}; not registered{notes}; record {r['record']}"
     return (
         f"{head}; registered v{r['version']} (inactive), record {r['record']}\n"
         f"  promote: sopgraph tools promote {sop} {r['node']} {r['version']}"
@@ -269,8 +286,9 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
 
     async def go() -> list[dict[str, Any]]:
         session = MakeSession(
-            sop_dir, chat=models.chat, lm=models.lm, judge_lm=models.judge_lm, model=models.name
-        )
+            sop_dir, chat=models.chat, lm=models.lm, judge_lm=models.judge_lm,
+            model=models.name, collector_turns=args.collector_turns,
+        )  # fmt: skip
         async with session:
             with _progress(not args.json or sys.stderr.isatty()) as bar:
                 task = bar.add_task("start", total=None)
@@ -284,7 +302,8 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
 
                 return await eval_toolmaker(
                     session, cases_dir, nodes, configs, seeds, rounds=args.rounds,
-                    out_dir=out_dir / "records", on_stage=stage, on_row=partial,
+                    traces=args.traces, out_dir=out_dir / "records", on_stage=stage,
+                    on_row=partial,
                 )  # fmt: skip
 
     rows = asyncio.run(go())
@@ -321,6 +340,7 @@ def add_eval_toolmaker(ev: Any) -> None:
     p.add_argument("--configs", help="comma-separated, default sop,sop+d+r; " + CONFIG_HELP)
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     p.add_argument("--rounds", type=int, default=3, help="repair rounds (default 3)")
+    _budget_options(p)
     p.add_argument("--cases", help="folder of <node>.jsonl labeled cases (default: the world's)")
     p.add_argument("--out", default=".sopgraph/toolmaker_eval", help="records, JSON and report")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

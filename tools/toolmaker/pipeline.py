@@ -72,9 +72,10 @@ async def make_tool(
     config: str = "sop+d+r",
     rounds: int = DEFAULT_ROUNDS,
     seed: int = 0,
+    traces: int = TRACE_CASES,
     on_stage: Stage = _noop,
 ) -> MakeRecord:
-    """Make one node's tool from its labeled training cases."""
+    """Make one node's tool from its labeled training cases (``traces`` of them traced)."""
     if not train:
         raise MakeError(f"{deps.node.id}: no training cases; the tool-maker needs labeled cases")
     with_traces, with_repair = "+d" in config, "+r" in config
@@ -90,7 +91,7 @@ async def make_tool(
     )  # fmt: skip
     if with_traces:
         t0 = time.perf_counter()
-        picked = balanced_sample(train, TRACE_CASES, seed)
+        picked = balanced_sample(train, traces, seed)
         record.traces = await collect(
             deps.sop, deps.node, picked, deps.collector, deps.catalog.pool, deps.params_for,
             on_case=lambda i, n: on_stage("collect", f"trace {i + 1}/{n}"),

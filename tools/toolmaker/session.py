@@ -40,6 +40,7 @@ class MakeSession:
         judge_lm: the LM of the reflector, the judges and the collector's verdict reader
             (default ``lm``; a smaller output budget suits their short answers).
         form: ``spec`` or ``code`` (see ``maker.ToolMaker``).
+        collector_turns: the data collector's turn budget (default the sub-agent's).
     """
 
     def __init__(
@@ -52,12 +53,14 @@ class MakeSession:
         model: str = "model",
         form: str = "spec",
         pool: Any = None,
+        collector_turns: int | None = None,
     ):
         self.sop_dir = Path(sop_dir)
         self.sop = load_sop(self.sop_dir)
         self.params = ParamStore(self.sop, self.sop_dir)
         self.chat, self.lm, self.model, self.form = chat, lm, model, form
         self.judge_lm = judge_lm or lm
+        self.collector_turns = collector_turns
         self._own_pool = pool is None
         self.pool = pool or McpPool(load_server_configs(self.sop_dir))
         self.catalog = Catalog()
@@ -103,6 +106,8 @@ class MakeSession:
             collector = CodeActExecutor(
                 model=self.chat, extractor=VerdictExtractor(lm=self.judge_lm)
             )
+            if self.collector_turns:
+                collector.max_turns = self.collector_turns
         return MakeDeps(
             sop=self.sop,
             node=node,
