@@ -8,6 +8,7 @@ writes the file itself, as in the paper; either way the result only ever runs in
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Awaitable
@@ -69,25 +70,28 @@ def unfence(text: str) -> str:
     return (blocks[0] if blocks else (text or "")).strip().strip("`").strip()
 
 
+def _field(pred: Any, name: str) -> str:
+    # A small model sometimes writes HTML entities (&gt; &#39;) for the characters it means.
+    return html.unescape(str(getattr(pred, name, "") or ""))
+
+
 def spec_from(pred: Any) -> ToolSpec:
     """A ToolSpec from the model's fields, forgiving synonyms (``avg``, ``greater than``)."""
-    aggregate = str(getattr(pred, "aggregate", "") or "").strip().strip("`'\"").lower()
-    operator = str(getattr(pred, "operator", "") or "").strip().strip("`'\"").lower()
-    empty = str(getattr(pred, "empty", "") or "no_data").strip().strip("`'\"").lower()
+    aggregate = _field(pred, "aggregate").strip().strip("`'\"").lower()
+    operator = _field(pred, "operator").strip().strip("`'\"").lower()
+    empty = (_field(pred, "empty") or "no_data").strip().strip("`'\"").lower()
     empty = {"nodata": "no_data", "no data": "no_data", "none": "no_data", "": "no_data"}.get(
         empty, empty
     )
     try:
         return ToolSpec(
-            server=str(getattr(pred, "server", "") or ""),
+            server=_field(pred, "server"),
             tool="execute_query",
-            query=unfence(str(getattr(pred, "query", "") or "")),
-            column=str(getattr(pred, "column", "") or "").split()[0]
-            if str(getattr(pred, "column", "") or "").strip()
-            else "",
+            query=unfence(_field(pred, "query")),
+            column=(_field(pred, "column").split() or [""])[0],
             aggregate=_AGGREGATE.get(aggregate, aggregate),
             operator=_OPERATOR.get(operator, operator),
-            threshold=str(getattr(pred, "threshold", "") or "").strip().strip("{}"),
+            threshold=_field(pred, "threshold").strip().strip("{}"),
             empty=empty,
         )
     except ValidationError as exc:
@@ -139,7 +143,7 @@ class ToolMaker:
         except Exception as exc:  # noqa: BLE001 - an unusable reply is a failed round, kept
             return Candidate(code="", problem=f"no candidate: {call_failure(exc)}"), Usage()
         if self.form == "code":
-            return Candidate(code=unfence(str(pred.code or "")) + "\n"), usage
+            return Candidate(code=unfence(html.unescape(str(pred.code or ""))) + "\n"), usage
         try:
             spec = spec_from(pred)
             check_spec(spec, brief.param_names, catalog.names())
