@@ -472,8 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "action",
-        choices=["list", "promote", "revert", "remove", "rehash"],
-        help="rehash: accept edited tool files by recording their new sha256",
+        choices=["list", "promote", "revert", "remove", "rehash", "make"],
+        help="rehash: accept edited tool files by recording their new sha256; "
+        "make: see `sopgraph tools make --help`",
     )
     t.add_argument("sop", help="SOP file or folder")
     t.add_argument("node", nargs="?", help="node id (promote, revert, remove; rehash: optional)")
@@ -497,7 +498,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["tools", "make"]:  # its own parser: several nodes and the make options
+        from sopgraph.cli_toolmaker import cmd_tools_make
+
+        args = argparse.Namespace(fn=lambda _: cmd_tools_make(argv[2:]))
+    else:
+        args = build_parser().parse_args(argv)
     if getattr(args, "action", None) in ("promote", "revert", "remove") and not args.node:
         print(f"error: sopgraph tools {args.action}: give the node id", file=sys.stderr)
         return 2

@@ -74,12 +74,19 @@ def cmd_eval_triage(args: argparse.Namespace) -> int:
     from sopgraph.evals.triage_eval import eval_triage, summarize
 
     models = _models(args.arch)
+    sop = Path(args.sop) if args.sop else TRIAGE_SOP
+    if not (sop / "sop.yaml").is_file():
+        from sopgraph.cli import UserError
+
+        raise UserError(
+            f"--sop {args.sop}: no sop.yaml there; give a copy of the triage SOP folder"
+        )
     scenarios = _scenarios(_world(), args.split, args.alarms)
     with _bar(not args.json or sys.stderr.isatty()) as bar:
         task = bar.add_task(f"triage ({args.arch})", total=len(scenarios))
         outcomes = asyncio.run(
             eval_triage(
-                TRIAGE_SOP,
+                sop,
                 scenarios,
                 arch=args.arch,
                 model=models.chat,
@@ -238,6 +245,7 @@ def add_commands(sub: Any) -> None:
         "--concurrency", type=positive_int, default=4, help="alarms at once (default 4)"
     )
     et.add_argument("--json", action="store_true", help="print the summary as JSON")
+    et.add_argument("--sop", help="a copy of the triage SOP folder (e.g. with a promoted tool)")
     et.set_defaults(fn=cmd_eval_triage)
     eto = ev.add_parser("tools", help="per-node pass rate of the active tools (pass@1)")
     eto.add_argument(
@@ -249,6 +257,9 @@ def add_commands(sub: Any) -> None:
     eto.add_argument("--nodes", help="comma-separated node ids (default: every decision node)")
     eto.add_argument("--json", action="store_true", help="print the summary as JSON")
     eto.set_defaults(fn=cmd_eval_tools)
+    from sopgraph.cli_toolmaker import add_eval_toolmaker
+
+    add_eval_toolmaker(ev)
 
     be = sub.add_parser("bench", help="latency and throughput").add_subparsers(
         dest="what", required=True

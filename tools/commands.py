@@ -6,12 +6,13 @@ Each returns the text to print; a mistake the user can fix raises a ``RegistryEr
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any
 
 from sopgraph.graphs.loader import SopError, load_sop
-from sopgraph.tools.registry import Registry, ToolEntry
+from sopgraph.tools.registry import Registry, ToolEntry, VersionInfo
 
 _HEADER = ("node", "active", "versions", "author", "train", "eval", "date", "sha256", "status")
 
@@ -54,6 +55,9 @@ def _row(reg: Registry, e: ToolEntry) -> dict[str, Any]:
                 "train_pass": v.train_pass,
                 "eval_pass": v.eval_pass,
                 "date": v.date,
+                "tokens": v.tokens,
+                "seconds": v.seconds,
+                "record": v.record,
             }
             for v in e.versions
         ],
@@ -102,12 +106,51 @@ def tools_list(sop_dir: Path, as_json: bool = False) -> str:
     )
 
 
+def _figures(v: VersionInfo) -> str:
+    cost = ""
+    if v.tokens is not None or v.seconds is not None:
+        cost = f", made with {v.tokens or 0:,} tokens in {v.seconds or 0:.0f} s"
+    record = f", record {v.record}" if v.record else ""
+    return (
+        f"v{v.version} by {v.author} ({v.date}): train {_pct(v.train_pass)}, "
+        f"held-out {_pct(v.eval_pass)}{cost}{record}"
+    )
+
+
+def promote_preview(reg: Registry, node: str, version: int) -> str:
+    """The diff from the active version to ``version`` and both versions' figures."""
+    entry = reg.entry(node)
+    new = entry.version(version)
+    if new is None:
+        return ""  # promote() raises the one-line error
+    lines = []
+    old = entry.version(entry.active) if entry.active is not None else None
+    if old is not None and old.version != version:
+        lines.append(f"active: {_figures(old)}")
+    lines.append(f"new:    {_figures(new)}")
+    if old is not None and old.version != version:
+        a, b = reg.path_of(node, old.version), reg.path_of(node, version)
+        if a.is_file() and b.is_file():
+            diff = difflib.unified_diff(
+                a.read_text(encoding="utf-8").splitlines(),
+                b.read_text(encoding="utf-8").splitlines(),
+                fromfile=f"{node}/v{old.version}.py",
+                tofile=f"{node}/v{version}.py",
+                lineterm="",
+            )
+            lines.extend(diff)
+    return "\n".join(lines)
+
+
 def tools_promote(sop_dir: Path, node: str, version: int) -> str:
+    """Show the diff against the active version and the figures of both, then switch."""
     reg = registry_for(sop_dir)
     before = reg.entry(node).active
+    preview = promote_preview(reg, node, version)
     reg.promote(node, version)
     was = f" (was v{before})" if before is not None and before != version else ""
-    return f"{node}: v{version} is active{was}"
+    done = f"{node}: v{version} is active{was}"
+    return f"{preview}\n{done}" if preview else done
 
 
 def tools_revert(sop_dir: Path, node: str) -> str:

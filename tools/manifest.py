@@ -36,6 +36,10 @@ class ManifestVersion(BaseModel):
     eval_pass: float | None = None
     date: str
     reason: str | None = None  # why this version was made (a fix names the case it failed)
+    # Set for versions the tool-maker made: what the make cost and where its record lies.
+    tokens: int | None = None
+    seconds: float | None = None
+    record: str | None = None  # file beside the version: every round, trace and decision
 
 
 class ManifestTool(BaseModel):

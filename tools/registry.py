@@ -45,7 +45,7 @@ from sopgraph.tools.manifest import (
 
 MANIFEST = "manifest.json"
 _NODE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_VERSION_FILE = re.compile(r"^v(\d+)\.py$")
+_VERSION_FILE = re.compile(r"^v(\d+)\.(?:py|make\.json)$")
 
 
 class RegistryError(Exception):
@@ -74,6 +74,9 @@ class VersionInfo:
     train_pass: float | None
     eval_pass: float | None
     date: str
+    tokens: int | None = None
+    seconds: float | None = None
+    record: str | None = None
 
 
 @dataclass(frozen=True)
@@ -203,10 +206,15 @@ class Registry:
         eval_pass: float | None = None,
         activate: bool = False,
         reason: str | None = None,
+        tokens: int | None = None,
+        seconds: float | None = None,
+        record_json: str | None = None,
     ) -> int:
         """Write ``code`` as the node's next version and register it; returns its number.
 
-        Numbers never reuse a file left on disk (for instance by ``remove``).
+        Numbers never reuse a file left on disk (for instance by ``remove``). A tool-maker
+        version also records its cost and saves ``record_json`` (its make record) beside it
+        as ``v<N>.make.json``.
         """
         _check_node_id(node_id)
         _check_author(author)
@@ -214,11 +222,15 @@ class Registry:
             tool = m.tools.setdefault(node_id, ManifestTool())
             on_disk = [
                 int(g.group(1))
-                for p in (self.lib_dir / node_id).glob("v*.py")
+                for p in (self.lib_dir / node_id).glob("v*")
                 if (g := _VERSION_FILE.match(p.name))
             ]
             version = max([0, *on_disk, *(int(v) for v in tool.versions)]) + 1
             data = code.encode("utf-8")
+            record = None
+            if record_json is not None:
+                record = f"v{version}.make.json"
+                atomic_write(self.lib_dir / node_id / record, record_json.encode("utf-8"))
             atomic_write(self.path_of(node_id, version), data)
             tool.versions[str(version)] = ManifestVersion(
                 sha256=hashlib.sha256(data).hexdigest(),
@@ -227,6 +239,9 @@ class Registry:
                 eval_pass=eval_pass,
                 date=dt.datetime.now(dt.UTC).date().isoformat(),
                 reason=reason,
+                tokens=tokens,
+                seconds=seconds,
+                record=record,
             )
             if activate:
                 tool.activate(version)
@@ -317,7 +332,17 @@ class Registry:
     @staticmethod
     def _entry(node_id: str, tool: ManifestTool) -> ToolEntry:
         versions = [
-            VersionInfo(int(v), i.sha256, i.author, i.train_pass, i.eval_pass, i.date)
+            VersionInfo(
+                int(v),
+                i.sha256,
+                i.author,
+                i.train_pass,
+                i.eval_pass,
+                i.date,
+                i.tokens,
+                i.seconds,
+                i.record,
+            )  # fmt: skip
             for v, i in sorted(tool.versions.items(), key=lambda kv: int(kv[0]))
         ]
         return ToolEntry(node_id, tool.active, versions, list(tool.history))

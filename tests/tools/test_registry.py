@@ -233,7 +233,10 @@ def test_commands(tmp_path):
     assert lines[2].split() == ["obs_b", "-", "-", "-", "-", "-", "-", "-", "no", "tool"]
     data = json.loads(tools_list(tmp_path / "sop.yaml", as_json=True))
     assert data["sop"] == "s" and [r["node"] for r in data["tools"]] == ["obs_a", "obs_b"]
-    assert tools_promote(tmp_path, "obs_a", 2) == "obs_a: v2 is active (was v1)"
+    shown = tools_promote(tmp_path, "obs_a", 2).splitlines()
+    assert shown[-1] == "obs_a: v2 is active (was v1)"
+    assert shown[0].startswith("active: v1 by human") and shown[1].startswith("new:    v2 by")
+    assert "--- obs_a/v1.py" in shown and "+++ obs_a/v2.py" in shown  # the diff, then the switch
     assert tools_revert(tmp_path, "obs_a") == "obs_a: reverted to v1 (was v2)"
     (tmp_path / "tools" / "obs_a" / "v1.py").write_text("# edited\n")
     assert tools_list(tmp_path, as_json=False).splitlines()[1].split()[-1] == "modified"

@@ -1,0 +1,347 @@
+"""CLI of the tool-making pipeline: ``sopgraph tools make`` and ``sopgraph eval toolmaker``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sopgraph.cli import UserError, build_parser, write_output
+
+SPEC_TOKENS = 400  # a filled spec is ~150 tokens; room for a model that explains first
+JUDGE_TOKENS = 200  # a diagnosis of two or three sentences, or a yes/no with one
+CONFIG_HELP = "sop | sop+d (traces) | sop+r (repair loop) | sop+d+r (both, default)"
+CONFIGS = ("sop", "sop+d", "sop+r", "sop+d+r")
+
+
+def _sop_dir(spec: str) -> Path:
+    path = Path(spec)
+    if not path.exists():
+        raise UserError(f"{path}: no such SOP file or folder; check the path")
+    folder = path if path.is_dir() else path.parent
+    if not (folder / "sop.yaml").exists():
+        raise UserError(f"{folder}: no sop.yaml in this folder; give an SOP file or its folder")
+    return folder
+
+
+def _cases_dir(spec: str | None, sop_dir: Path) -> Path:
+    if spec:
+        path = Path(spec)
+        if not path.is_dir():
+            raise UserError(f"--cases {spec}: not a folder; give the folder of <node>.jsonl files")
+        return path
+    from sopgraph.examples import EXAMPLES
+
+    if sop_dir.resolve() != (EXAMPLES / "fc_alarm_triage").resolve():
+        raise UserError(
+            f"{sop_dir}: no labeled cases known for this SOP; give --cases DIR "
+            "(one <node>.jsonl of labeled cases per node)"
+        )
+    from sopgraph.evals.fc_triage.build import build_world
+    from sopgraph.nodes.mcp_client import home_dir
+
+    return build_world(home_dir(), progress=sys.stderr.isatty()).cases
+
+
+@dataclass
+class MakerModels:
+    """The models of a make: the collector's chat model, the tool-maker's and judges' LMs."""
+
+    name: str
+    chat: Any
+    lm: Any  # tool-maker
+    judge_lm: Any  # reflector and judges: short answers
+
+
+def _models() -> MakerModels:
+    from sopgraph.nodes.settings import Settings
+
+    settings = Settings()
+    name = settings.model.strip()
+    if not name or name == "scripted":
+        raise UserError(
+            "the tool-maker needs a model: set SOPGRAPH_MODEL (`local` for the local model; "
+            "SOPGRAPH_CASSETTE=<file> replays a recorded run)"
+        )
+    from sopgraph.nodes.models import chat_model, dspy_lm
+
+    # No DSPy cache: every figure is a real call (a cassette replays at the HTTP layer).
+    return MakerModels(
+        name=name,
+        chat=chat_model(settings, role="codeact"),
+        lm=dspy_lm(settings, role="toolmaker", cache=False, max_tokens=SPEC_TOKENS),
+        judge_lm=dspy_lm(settings, role="toolmaker", cache=False, max_tokens=JUDGE_TOKENS),
+    )
+
+
+def _nodes(sop_dir: Path, nodes: list[str], cases_dir: Path) -> list[str]:
+    """The nodes, checked before any model call: decision nodes with labeled cases."""
+    from sopgraph.evals.toolmaker_eval import node_cases
+    from sopgraph.graphs.loader import load_sop
+
+    known = {n.id for n in load_sop(sop_dir).decision_nodes}
+    unknown = [n for n in nodes if n not in known]
+    if unknown:
+        raise UserError(
+            f"no decision node {', '.join(unknown)} in {sop_dir}; "
+            "see `sopgraph validate` for the node ids"
+        )
+    for node in nodes:
+        try:
+            node_cases(cases_dir, node, "train")
+        except FileNotFoundError:
+            raise UserError(
+                f"{cases_dir / (node + '.jsonl')}: no labeled cases for {node}; "
+                "give --cases DIR with one <node>.jsonl per node"
+            ) from None
+    return nodes
+
+
+def _progress(enabled: bool):
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+        console=Console(stderr=True), disable=not enabled,
+    )  # fmt: skip
+
+
+def _log(line: str) -> None:
+    """A stage line on stderr when no live display can show it (a background run's log)."""
+    if not sys.stderr.isatty():
+        print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
+
+
+def _split_list(text: str | None) -> list[str]:
+    return [x.strip() for x in (text or "").split(",") if x.strip()]
+
+
+def _budget_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--traces", type=int, default=3, help="training cases traced (default 3)")
+    p.add_argument(
+        "--collector-turns", type=int, help="the data collector's turn budget (default 6)"
+    )
+
+
+# -- sopgraph tools make ----------------------------------------------------------------
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser_class = type(build_parser())  # the CLI's one-line `error:` parser
+    p = parser_class(
+        prog="sopgraph tools make",
+        description="make tools for decision nodes: collect traces, write, test in the "
+        "sandbox, repair; each kept candidate is registered as a new inactive version",
+    )
+    p.add_argument("sop", help="SOP file or folder")
+    p.add_argument("nodes", nargs="+", metavar="NODE", help="decision node ids")
+    p.add_argument("--config", choices=CONFIGS, default="sop+d+r", help=CONFIG_HELP)
+    p.add_argument("--label-free", action="store_true", help="no labels: votes and judges")
+    p.add_argument("--rounds", type=int, default=3, help="repair rounds (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="which training cases to trace")
+    p.add_argument("--form", choices=("spec", "code"), default="spec",
+                   help="spec: fill a checked ToolSpec (default); code: write the file")  # fmt: skip
+    _budget_options(p)
+    p.add_argument("--cases", help="folder of <node>.jsonl labeled cases (default: the world's)")
+    p.add_argument("--no-register", action="store_true", help="make and score only")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    return p
+
+
+def cmd_tools_make(argv: list[str]) -> int:
+    args = make_parser().parse_args(argv)
+    if not 0 <= args.rounds <= 10:
+        raise UserError(f"--rounds {args.rounds}: give 0 to 10 repair rounds")
+    sop_dir = _sop_dir(args.sop)
+    cases_dir = _cases_dir(args.cases, sop_dir)
+    nodes = _nodes(sop_dir, args.nodes, cases_dir)
+    models = _models()
+    from sopgraph.evals.toolmaker_eval import node_cases
+    from sopgraph.tools.registry import Registry
+    from sopgraph.tools.toolmaker.label_free import Judges, make_label_free
+    from sopgraph.tools.toolmaker.pipeline import make_tool, register, score_heldout
+    from sopgraph.tools.toolmaker.session import MakeSession
+
+    async def go() -> list[dict[str, Any]]:
+        out = []
+        session = MakeSession(
+            sop_dir, chat=models.chat, lm=models.lm, judge_lm=models.judge_lm,
+            model=models.name, form=args.form, collector_turns=args.collector_turns,
+        )  # fmt: skip
+        async with session:
+            with _progress(not args.json or sys.stderr.isatty()) as bar:
+                for node in nodes:
+                    task = bar.add_task(f"{node}: start", total=None)
+
+                    def stage(s: str, d: str, node=node, task=task) -> None:
+                        bar.update(task, description=f"{node}: {s} {d}")
+                        _log(f"{node}: {s} {d}")
+
+                    deps = session.deps(node)
+                    train = node_cases(cases_dir, node, "train")
+                    held_out = node_cases(cases_dir, node, "eval")
+                    if args.label_free:
+                        record = await make_label_free(
+                            deps, train, Judges(lm=models.judge_lm), rounds=min(args.rounds, 2),
+                            seed=args.seed, on_stage=stage,
+                        )  # fmt: skip
+                    else:
+                        record = await make_tool(
+                            deps, train, config=args.config, rounds=args.rounds,
+                            seed=args.seed, traces=args.traces, on_stage=stage,
+                        )  # fmt: skip
+                    stage("score", f"{len(held_out)} held-out cases")
+                    record = await score_heldout(deps, record, held_out)
+                    version, kept = None, None
+                    if not args.no_register and record.best and record.best.candidate.code:
+                        version = register(record, Registry(sop_dir / "tools"), node)
+                        kept = sop_dir / "tools" / node / f"v{version}.make.json"
+                    else:  # nothing registered: the record is kept all the same
+                        from sopgraph.nodes.mcp_client import home_dir
+
+                        name = f"{node}.{record.config}.seed{record.seed}.{int(time.time())}"
+                        kept = write_output(
+                            home_dir() / "toolmaker" / f"{name}.make.json",
+                            record.model_dump_json(indent=1, by_alias=True),
+                        )
+                    bar.update(task, description=f"{node}: done")
+                    out.append(_make_row(record, version, kept))
+        return out
+
+    rows = asyncio.run(go())
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        print(_make_line(r, args.sop))
+    return 0
+
+
+def _make_row(record: Any, version: int | None, kept: Path) -> dict[str, Any]:
+    return {
+        "node": record.node, "config": record.config, "label_free": record.label_free,
+        "model": record.model, "version": version, "best_round": record.best_round,
+        "rounds": len(record.rounds), "train_pass": record.train_pass,
+        "eval_pass": record.eval_pass, "tokens": record.tokens, "seconds": record.seconds,
+        "record": str(kept),
+        "notes": record.notes,
+    }  # fmt: skip
+
+
+def _make_line(r: dict[str, Any], sop: str) -> str:
+    ev = "-" if r["eval_pass"] is None else f"{r['eval_pass']:.0%}"
+    head = (
+        f"{r['node']}: train {r['train_pass']:.0%} (round {r['best_round']} of {r['rounds']}), "
+        f"held-out {ev}, {r['tokens']:,} tokens, {r['seconds']:.0f} s"
+    )
+    if r["version"] is None:
+        notes = f" ({'; '.join(r['notes'])})" if r["notes"] else ""
+        return f"{head}; not registered{notes}; record {r['record']}"
+    return (
+        f"{head}; registered v{r['version']} (inactive), record {r['record']}\n"
+        f"  promote: sopgraph tools promote {sop} {r['node']} {r['version']}"
+    )
+
+
+# -- sopgraph eval toolmaker ------------------------------------------------------------
+
+
+def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
+    from sopgraph.evals.toolmaker_eval import (
+        NODE_SET,
+        dump,
+        eval_toolmaker,
+        render_report,
+        summarize,
+    )
+    from sopgraph.tools.toolmaker.session import MakeSession
+
+    sop_dir = _sop_dir(args.sop)
+    configs = _split_list(args.configs) or ["sop", "sop+d+r"]
+    if bad := [c for c in configs if c not in CONFIGS]:
+        raise UserError(f"--configs: {', '.join(bad)} unknown; use {', '.join(CONFIGS)}")
+    try:
+        seeds = [int(s) for s in _split_list(args.seeds)] or [0]
+    except ValueError:
+        raise UserError(f"--seeds {args.seeds}: give comma-separated whole numbers") from None
+    cases_dir = _cases_dir(args.cases, sop_dir)
+    nodes = _nodes(sop_dir, _split_list(args.nodes) or NODE_SET, cases_dir)
+    models = _models()
+    out_dir = Path(args.out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out {args.out}: is a file; give a folder for the records")
+    import os
+
+    live = (
+        not os.environ.get("SOPGRAPH_CASSETTE")
+        or os.environ.get("SOPGRAPH_CASSETTE_MODE", "replay") == "record"
+    )
+    live = live and models.name not in ("scripted",)
+
+    async def go() -> list[dict[str, Any]]:
+        session = MakeSession(
+            sop_dir, chat=models.chat, lm=models.lm, judge_lm=models.judge_lm,
+            model=models.name, collector_turns=args.collector_turns,
+        )  # fmt: skip
+        async with session:
+            with _progress(not args.json or sys.stderr.isatty()) as bar:
+                task = bar.add_task("start", total=None)
+
+                def stage(config: str, node: str, s: str, d: str) -> None:
+                    bar.update(task, description=f"[{config}] {node}: {s} {d}")
+                    _log(f"[{config}] {node}: {s} {d}")
+
+                def partial(rows: list[dict[str, Any]]) -> None:
+                    write_output(out_dir / "summary.json", dump(summarize(rows, models.name, live)))
+
+                return await eval_toolmaker(
+                    session, cases_dir, nodes, configs, seeds, rounds=args.rounds,
+                    traces=args.traces, out_dir=out_dir / "records", on_stage=stage,
+                    on_row=partial,
+                )  # fmt: skip
+
+    rows = asyncio.run(go())
+    summary = summarize(rows, models.name, live)
+    write_output(out_dir / "summary.json", dump(summary))
+    report = write_output(out_dir / "report.md", render_report(summary))
+    if args.json:
+        print(dump(summary))
+        return 0
+    mode = "live" if live else "replayed/scripted (not live)"
+    print(f"tool-maker eval, model {models.name} ({mode}); records and report in {out_dir}")
+    for name, c in summary["configs"].items():
+        print(
+            f"{name}: held-out pass@1 {c['pass_at_1']:.0%} over {c['makes']} makes, "
+            f"{c['tokens_per_node']:,} tokens and {c['seconds_per_node']:.0f} s per node"
+        )
+    for r in rows:
+        ev = "-" if r["eval_pass"] is None else f"{r['eval_pass']:.0%}"
+        mark = "PASS" if r["passed"] else "fail"
+        print(
+            f"  {mark} [{r['config']} s{r['seed']}] {r['node']}: held-out {ev}, "
+            f"train {r['train_pass']:.0%}, {r['tokens']:,} tok, {r['seconds']:.0f} s"
+            + (f"  ({'; '.join(r['notes'])[:160]})" if r["notes"] and not r["passed"] else "")
+        )
+    print(f"report: {report}")
+    return 0
+
+
+def add_eval_toolmaker(ev: Any) -> None:
+    """Register ``sopgraph eval toolmaker`` on the ``eval`` subparsers."""
+    p = ev.add_parser("toolmaker", help="held-out pass@1 of the tool-making pipeline")
+    p.add_argument("sop", help="SOP file or folder")
+    p.add_argument("--nodes", help="comma-separated node ids (default: the fixed node set)")
+    p.add_argument("--configs", help="comma-separated, default sop,sop+d+r; " + CONFIG_HELP)
+    p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    p.add_argument("--rounds", type=int, default=3, help="repair rounds (default 3)")
+    _budget_options(p)
+    p.add_argument("--cases", help="folder of <node>.jsonl labeled cases (default: the world's)")
+    p.add_argument("--out", default=".sopgraph/toolmaker_eval", help="records, JSON and report")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(fn=cmd_eval_toolmaker)

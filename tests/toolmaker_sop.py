@@ -1,0 +1,100 @@
+"""A one-table SOP for tool-maker tests: a toy SQL warehouse, labeled cases, scripted answers.
+
+The node asks whether the belt averaged more than {fill_max_pct}% over the last 15 minutes.
+The right spec windows the query and skips nulls; the spec without a window gets S3, S4 and
+S6 wrong (an old reading flips the average, or stands in for missing data).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import dspy
+import yaml
+from dspy.dsp.utils.settings import DEFAULT_CONFIG
+
+from sopgraph.tools.registry import Registry
+from sopgraph.tools.toolmaker.record import Case
+from sopgraph.tools.toolmaker.session import MakeSession
+
+SERVER = Path(__file__).resolve().parent / "servers" / "toy_warehouse.py"
+T = "2026-01-01T10:00:00Z"
+NODE = "obs_belt_full"
+HUMAN_MARKER = "HUMAN_TOOL_OF_THE_NODE_ITSELF"
+OTHER_MARKER = "A_TOOL_OF_ANOTHER_NODE"
+LABELS = {"S1": "true", "S2": "false", "S3": "false", "S4": "true", "S5": "no_data",
+          "S6": "no_data", "S7": "true", "S8": "false"}  # fmt: skip
+TRAIN = [Case(site=s, timestamp=T, input={"site": s, "timestamp": T}, expected=LABELS[s])
+         for s in ("S1", "S2", "S3", "S4", "S5", "S6")]  # fmt: skip
+HELD_OUT = [Case(site=s, timestamp=T, input={"site": s, "timestamp": T}, expected=LABELS[s])
+            for s in ("S7", "S8")]  # fmt: skip
+WINDOW = "t > datetime('{sql_time}', '-15 minutes') AND t <= '{sql_time}'"
+RIGHT = {
+    "server": "warehouse",
+    "query": "SELECT avg(fill_pct) FROM readings WHERE site = '{site}' AND " + WINDOW,
+    "column": "",
+    "aggregate": "first",
+    "operator": ">",
+    "threshold": "fill_max_pct",
+    "empty": "no_data",
+}
+NO_WINDOW = {**RIGHT, "query": "SELECT avg(fill_pct) FROM readings WHERE site = '{site}'"}
+WRONG_WAY = {**RIGHT, "operator": "<"}  # right window, inverted comparison: 0 of 4 decided right
+
+
+def diagnosis(text: str = "The query has no 15-minute window: add t > alarm - 15 min.") -> dict:
+    return {"diagnosis": text}
+
+
+def make_toy_sop(root: Path, human_tool: bool = True) -> Path:
+    """The SOP folder: sop.yaml, mcp.yaml, and human tools for the node and another node."""
+    root.mkdir(parents=True, exist_ok=True)
+    sop = {
+        "id": "toy_belt",
+        "params": {"fill_max_pct": 50},
+        "entry": {"belt": [NODE]},
+        "nodes": {
+            NODE: {
+                "kind": "observation",
+                "text": "The belt averaged more than {fill_max_pct}% full over the last 15 minutes.",
+                "data": ["warehouse.readings"],
+                "next": {"true": ["rc_other"]},
+            },
+            "rc_other": {
+                "kind": "root_cause",
+                "text": "Another check of the belt.",
+                "data": ["warehouse.readings"],
+            },
+        },
+    }
+    (root / "sop.yaml").write_text(yaml.safe_dump(sop, sort_keys=False))
+    (root / "mcp.yaml").write_text(
+        yaml.safe_dump(
+            {"servers": {"warehouse": {"command": sys.executable, "args": [str(SERVER)]}}}
+        )
+    )
+    reg = Registry(root / "tools", sop_id="toy_belt")
+    if human_tool:
+        body = '    # {marker}\n    return Verdict(value="true", explanation="{marker}")\n'
+        head = (
+            "from sopgraph.graphs.model import Verdict\n\n\nasync def run(site, timestamp, ctx):\n"
+        )
+        reg.add_version(NODE, head + body.format(marker=HUMAN_MARKER), "human", activate=True)
+        reg.add_version("rc_other", head + body.format(marker=OTHER_MARKER), "human", activate=True)
+    return root
+
+
+def reset_dspy() -> None:
+    """DSPy's global settings back to their defaults (after a test that configured them)."""
+    dspy.settings.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
+
+
+@contextlib.asynccontextmanager
+async def toy_session(tmp: Path, chat=None, model: str = "dummy") -> AsyncIterator[MakeSession]:
+    """A tool-making session over a fresh toy SOP in ``tmp`` (its MCP server started once)."""
+    async with MakeSession(make_toy_sop(tmp / "toy_belt"), chat=chat, model=model) as s:
+        yield s

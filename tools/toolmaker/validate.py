@@ -1,0 +1,214 @@
+"""Run a candidate tool against cases inside the sandbox and grade what it returns.
+
+A candidate is untrusted model output: it never runs in this process. One sandbox run per
+candidate executes it on every case in turn through a small harness (a stand-in ``Verdict``,
+a ``ctx`` whose ``mcp.call`` goes through the sandbox's tool proxy, and a driver for the
+``async def run`` coroutine, since the sandbox allows no asyncio). A candidate that imports
+``os``, opens a file or reaches the network stops the whole run: the validation fails with the
+sandbox's own reason and no case counts as passed.
+
+Example:
+    >>> v = await validate(code, cases, params_for, catalog)  # doctest: +SKIP
+    >>> v.ok, v.rate, v.reason                                # doctest: +SKIP
+    (True, 0.97, None)
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sopgraph.nodes.sandbox import SandboxLimits, SandboxUnavailable, run_code
+from sopgraph.tools.toolmaker.catalog import Catalog, preview
+from sopgraph.tools.toolmaker.record import Case, CaseResult, McpExchange, Validation
+
+_VERDICT_IMPORT = re.compile(r"^\s*from\s+sopgraph\.graphs\.model\s+import\s+Verdict\s*$", re.M)
+_FUTURE = re.compile(r"^\s*from\s+__future__\s+import\s+[\w, ()]+$", re.M)
+VALUES = ("true", "false", "no_data")
+
+
+def check_source(code: str) -> str | None:
+    """Why ``code`` cannot be a tool before it runs (syntax, no ``async def run``), else None.
+
+    Parsing only: nothing of the candidate executes here.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return f"syntax error line {exc.lineno}: {exc.msg}"
+    runs = [n for n in tree.body if isinstance(n, ast.AsyncFunctionDef) and n.name == "run"]
+    if not runs:
+        return "the file defines no top-level `async def run(site, timestamp, ctx)`"
+    if len(runs[0].args.args) != 3:
+        return "`run` must take exactly (site, timestamp, ctx)"
+    return None
+
+
+def harness(code: str, cases: list[dict[str, Any]], nonce: str) -> str:
+    """The program the sandbox runs: the candidate, then each case, one result line per case."""
+    source = _FUTURE.sub("", _VERDICT_IMPORT.sub("", code))
+    return _HARNESS.format(source=repr(source), cases=repr(json.dumps(cases)), nonce=repr(nonce))
+
+
+async def validate(
+    code: str,
+    cases: list[Case],
+    params_for: Callable[[str], dict[str, Any]],
+    catalog: Catalog,
+    *,
+    node_id: str = "",
+    node_text: str = "",
+    limits: SandboxLimits | None = None,
+) -> Validation:
+    """Run ``code`` on ``cases`` in the sandbox; results in case order.
+
+    Args:
+        params_for: site -> the node's parameters at that site (the parameter store).
+        catalog: the MCP tools the candidate may call, served through the open pool.
+    """
+    start = time.perf_counter()
+    problem = check_source(code)
+    if problem:
+        return Validation(ok=False, reason=problem, seconds=time.perf_counter() - start)
+    payload = [
+        {"site": c.site, "timestamp": c.timestamp, "input": c.input, "params": params_for(c.site),
+         "node_id": node_id, "text": node_text}
+        for c in cases
+    ]  # fmt: skip
+    n = max(1, len(cases))
+    limits = limits or SandboxLimits(
+        cpu_seconds=max(5, n // 5),
+        wall_timeout_s=15 + 0.5 * n,
+        max_tool_calls=20 * n,
+        max_output_bytes=max(64_000, 4_000 * n),
+    )
+    nonce = secrets.token_hex(8)
+    try:
+        result = await run_code(harness(code, payload, nonce), catalog.sandbox_tools(), limits)
+    except SandboxUnavailable as exc:
+        return Validation(ok=False, reason=f"sandbox unavailable: {exc}")
+    lines = {}
+    for line in result.stdout.splitlines():
+        if line.startswith(nonce + " "):
+            row = json.loads(line[len(nonce) + 1 :])
+            lines[row["i"]] = row
+    calls = list(result.tool_calls)
+    results: list[CaseResult] = []
+    offset = 0
+    for i, case in enumerate(cases):
+        row = lines.get(i)
+        if row is None:
+            results.append(CaseResult(case=case, error=result.reason or "did not run"))
+            continue
+        mine = calls[offset : offset + row["calls"]]
+        offset += row["calls"]
+        exchanges = [
+            McpExchange(
+                server=c.tool.split(".", 1)[0],
+                tool=c.tool.split(".", 1)[-1],
+                args=c.args,
+                result=preview(c.result),
+                error=c.error,
+            )
+            for c in mine
+        ]
+        value, error = row.get("value"), row.get("error")
+        if error is None and value not in VALUES:
+            error = f"run returned verdict value {value!r}, not one of {', '.join(VALUES)}"
+            value = None
+        results.append(
+            CaseResult(
+                case=case,
+                value=value if error is None else None,
+                observed=row.get("observed"),
+                threshold=row.get("threshold"),
+                error=error,
+                exchanges=exchanges,
+            )
+        )
+    ok = result.ok
+    reason = None if ok else (result.reason or "sandbox run failed")
+    if not ok:
+        detail = (result.error or "").strip().splitlines()
+        if detail and detail[-1] not in reason:
+            reason = f"{reason}: {detail[-1][:300]}"
+        # A stopped run counts nothing as passed, whatever it printed before it was stopped.
+        results = [
+            CaseResult(case=r.case, error=f"sandbox: {reason}", exchanges=r.exchanges)
+            for r in results
+        ]
+    return Validation(ok=ok, reason=reason, results=results, seconds=time.perf_counter() - start)
+
+
+# Runs inside the sandbox. `call_tool`, `ToolError` and `ToolNotAllowed` are the sandbox's.
+_HARNESS = """
+import json
+
+_SOURCE = {source}
+_CASES = json.loads({cases})
+_NONCE = {nonce}
+
+
+class Verdict:
+    def __init__(self, value=None, observed=None, threshold=None, explanation=""):
+        # as the real Verdict does: booleans become "true" / "false"
+        self.value = {{True: "true", False: "false"}}.get(value, value) if isinstance(value, bool) else value
+        self.observed = observed
+        self.threshold, self.explanation = threshold, explanation
+
+
+class _Mcp:
+    def __init__(self):
+        self.calls = 0
+
+    async def call(self, server, tool, args=None):
+        self.calls += 1
+        return call_tool(str(server) + "." + str(tool), dict(args or {{}}))
+
+
+class _Ctx:
+    def __init__(self, case, mcp):
+        self.params, self.input, self.parents = case["params"], case["input"], {{}}
+        self.node_id, self.text, self.mcp = case["node_id"], case["text"], mcp
+        self.site, self.timestamp = case["site"], case["timestamp"]
+
+
+def _drive(coro):
+    # No event loop in the sandbox: the tool's awaits complete synchronously.
+    try:
+        while True:
+            coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+
+
+def _plain(x):
+    try:
+        json.dumps(x)
+        return x
+    except (TypeError, ValueError):
+        return repr(x)[:200]
+
+
+_ns = {{"__name__": "candidate", "Verdict": Verdict}}
+exec(compile(_SOURCE, "<candidate>", "exec"), _ns)
+_run = _ns["run"]
+for _i, _case in enumerate(_CASES):
+    _mcp = _Mcp()
+    _row = {{"i": _i}}
+    try:
+        _v = _drive(_run(_case["site"], _case["timestamp"], _Ctx(_case, _mcp)))
+        _row.update(value=getattr(_v, "value", repr(_v)[:80]), observed=_plain(getattr(_v, "observed", None)),
+                    threshold=_plain(getattr(_v, "threshold", None)))
+    except (ImportError, ToolNotAllowed):
+        raise  # a blocked import or tool stops the run: the sandbox reports why
+    except Exception as _exc:
+        _row["error"] = type(_exc).__name__ + ": " + str(_exc)[:400]
+    _row["calls"] = _mcp.calls
+    print(_NONCE + " " + json.dumps(_row, default=str), flush=True)
+"""
