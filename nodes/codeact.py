@@ -48,7 +48,9 @@ from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 
 DEFAULT_MAX_TURNS = 6
 NO_MODEL = "no model configured for the CodeAct sub-agent: set SOPGRAPH_MODEL (e.g. `scripted`, `local`, `ollama:<name>`)"
-OBSERVATION_CHARS = 3000  # printed output shown back to the model per turn
+OBSERVATION_CHARS = (
+    2000  # printed output shown back per turn: the local model reads ~20-46 tokens/s
+)
 TRACE_CHARS = 20_000  # one MCP result or stdout kept in the trace
 START_MESSAGE = "Decide the check. Start with a ```python code block."
 _CODE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)

@@ -23,6 +23,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from sopgraph.graphs.model import Verdict
 from sopgraph.nodes.envelope import role_lm
+from sopgraph.prompts.adapter import dspy_context
 from sopgraph.prompts.signatures import ExtractVerdict
 
 _VERDICT = re.compile(r"\bVERDICT\s*[:=]\s*[*`\"']*\s*(true|false|no[ _-]?data)\b", re.I)
@@ -107,7 +108,7 @@ class VerdictExtractor(dspy.Module):
         self.extract = dspy.Predict(ExtractVerdict)
 
     def _context(self):
-        return dspy.context(lm=self.lm) if self.lm is not None else nullcontext()
+        return dspy_context(self.lm)
 
     def _check_lm(self) -> None:
         if self.lm is None and dspy.settings.lm is None:

@@ -456,6 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
     from sopgraph.cli_eval import add_commands
 
     add_commands(sub)
+    from sopgraph.cli_model import add_commands as add_model_commands
+
+    add_model_commands(sub)
     return p
 
 
