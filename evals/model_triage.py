@@ -9,6 +9,7 @@ the model answered live or from a cassette is counted from the loopback front's 
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import time
 from pathlib import Path
@@ -43,7 +44,14 @@ class AlwaysFalse:
 
 
 async def _run(
-    sop_dir: Path, scenarios: list[Scenario], *, arch: str, model: Any, lm: Any, baseline: bool
+    sop_dir: Path,
+    scenarios: list[Scenario],
+    *,
+    arch: str,
+    model: Any,
+    lm: Any,
+    baseline: bool,
+    progress: Path | None = None,
 ) -> list[tuple[AlarmOutcome, RunResult]]:
     session = Session(
         sop_dir, checkpoint="memory", approval="approve", arch=arch, model=model, lm=lm
@@ -56,8 +64,24 @@ async def _run(
         for sc in scenarios:  # one alarm at a time: one local model process computes one request
             began = time.perf_counter()
             result = await session.run(sc.input, thread_id=f"{sc.alarm_id}-{time.monotonic_ns()}")
-            out.append((compare(sc, result, (time.perf_counter() - began) * 1000), result))
+            row = (compare(sc, result, (time.perf_counter() - began) * 1000), result)
+            out.append(row)
+            if progress is not None:  # a long live run keeps every finished alarm
+                with progress.open("a") as f:
+                    f.write(json.dumps(_alarm_row(*row), default=str) + "\n")
     return out
+
+
+def _alarm_row(o: AlarmOutcome, result: RunResult) -> dict[str, Any]:
+    return {"alarm_id": o.alarm_id, "type": o.type, "correct": o.correct, "status": o.status,
+            "tokens": o.tokens, "seconds": round(o.ms / 1000, 1), "diff": o.diff,
+            "per_node": node_figures([(o, result)], result_arch(result))}  # fmt: skip
+
+
+def result_arch(result: RunResult) -> str:
+    """The executor that decided most nodes of a run (the model's, in a model run)."""
+    names = [s.get("executor") for s in result.trail if s.get("kind") != "action"]
+    return max(set(names), key=names.count) if names else ""
 
 
 def _accuracy(rows: list[tuple[AlarmOutcome, RunResult]]) -> dict[str, Any]:
@@ -94,11 +118,21 @@ def node_figures(rows: list[tuple[AlarmOutcome, RunResult]], executor: str) -> d
 
 
 def run_model_triage(
-    sop_dir: Path, scenarios: list[Scenario], *, arch: str, model: Any, lm: Any
+    sop_dir: Path,
+    scenarios: list[Scenario],
+    *,
+    arch: str,
+    model: Any,
+    lm: Any,
+    progress: Path | None = None,
 ) -> dict[str, Any]:
-    """The figures of ``sopgraph model triage`` for one sample (the model part is the slow one)."""
+    """The figures of ``sopgraph model triage`` for one sample (the model part is the slow one).
+
+    ``progress``: a JSON Lines file that gets each alarm's row as soon as it is done.
+    """
     began = time.perf_counter()
-    rows = asyncio.run(_run(sop_dir, scenarios, arch=arch, model=model, lm=lm, baseline=False))
+    rows = asyncio.run(_run(sop_dir, scenarios, arch=arch, model=model, lm=lm, baseline=False,
+                            progress=progress))  # fmt: skip
     model_s = time.perf_counter() - began
     direct = asyncio.run(_run(sop_dir, scenarios, arch="direct", model=None, lm=None,
                               baseline=False))  # fmt: skip

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from sopgraph.cli_eval import TRIAGE_SOP, positive_int
@@ -47,9 +49,86 @@ def cmd_triage(args: argparse.Namespace) -> int:
 
     models = _models(args.arch)
     sample = covering_sample(_scenarios(_world(), args.split, None), args.alarms)
+    progress = Path(args.progress) if args.progress else None
     summary = run_model_triage(TRIAGE_SOP, sample, arch=args.arch, model=models.chat,
-                               lm=models.lm)  # fmt: skip
+                               lm=models.lm, progress=progress)  # fmt: skip
     _print(summary, args.json)
+    return 0
+
+
+def _paths_models():
+    from sopgraph.nodes.architectures import load_models
+
+    models = load_models()
+    if models.chat is None:
+        from sopgraph.cli import UserError
+
+        raise UserError("this command measures a model: set SOPGRAPH_MODEL (e.g. `local`)")
+    return models
+
+
+def _strip(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
+    return result if verbose else {k: v for k, v in result.items() if k != "cases"}
+
+
+def cmd_router(args: argparse.Namespace) -> int:
+    from sopgraph.evals.model_paths import eval_router, router_pair
+
+    models = _paths_models()
+    routers = router_pair(models.chat, models.lm)
+    names = list(routers) if args.router == "both" else [args.router]
+    summary = {name: _strip(asyncio.run(eval_router(routers[name])), args.verbose)
+               for name in names}  # fmt: skip
+    _print(summary, args.json)
+    return 0
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from sopgraph.evals.model_paths import eval_judge
+    from sopgraph.prompts.judge import ConditionJudge
+
+    models = _paths_models()
+    result = asyncio.run(eval_judge(ConditionJudge(lm=models.lm)))
+    _print({"judge": _strip(result, args.verbose)}, args.json)
+    return 0
+
+
+def cmd_verdict(args: argparse.Namespace) -> int:
+    from sopgraph.evals.model_paths import eval_verdict
+    from sopgraph.prompts.verdict import VerdictExtractor
+
+    models = _paths_models()
+    extractor = VerdictExtractor(lm=models.lm, program=None if args.zero_shot else "default")
+    result = asyncio.run(eval_verdict(extractor, args.split))
+    label = "verdict_zero_shot" if args.zero_shot else "verdict"
+    _print({label: _strip(result, args.verbose), "split": args.split}, args.json)
+    return 0
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from sopgraph.evals.model_paths import eval_verdict, verdict_examples
+    from sopgraph.prompts.verdict import OPTIMIZED_EXTRACTOR, VerdictExtractor, compile_extractor
+
+    models = _paths_models()
+    before = asyncio.run(eval_verdict(VerdictExtractor(lm=models.lm, program=None)))
+    compiled = compile_extractor(verdict_examples("train"), lm=models.lm,
+                                 optimizer=args.optimizer)  # fmt: skip
+    after = asyncio.run(eval_verdict(compiled))
+    out = Path(args.out) if args.out else OPTIMIZED_EXTRACTOR
+    if not args.dry_run:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        compiled.save(str(out))
+    _print(
+        {
+            "module": "verdict_extractor",
+            "optimizer": args.optimizer,
+            "train": len(verdict_examples("train")),
+            "held_out_before": _strip(before, args.verbose),
+            "held_out_after": _strip(after, args.verbose),
+            "saved": None if args.dry_run else str(out),
+        },
+        args.json,
+    )
     return 0
 
 
@@ -67,4 +146,22 @@ def add_commands(sub: Any) -> None:
     t.add_argument("--split", choices=["train", "eval", "all"], default="eval", help="default eval")
     t.add_argument("--arch", choices=["subagent", "codeact"], default="codeact")
     t.add_argument("--json", action="store_true", help="print the figures as JSON")
+    t.add_argument("--progress", help="append each finished alarm's figures to this JSONL file")
     t.set_defaults(fn=cmd_triage)
+    r = ms.add_parser("router", help="branch-choice accuracy on the labeled dialogue turns")
+    r.add_argument("--router", choices=["function_calling", "dspy", "both"], default="both")
+    j = ms.add_parser("judge", help="condition-judge accuracy on the labeled dialogues")
+    v = ms.add_parser("verdict", help="verdict-extractor accuracy on labeled answers")
+    v.add_argument("--split", choices=["train", "eval"], default="eval", help="default eval")
+    v.add_argument("--zero-shot", action="store_true", help="without the optimized program")
+    o = ms.add_parser(
+        "optimize",
+        help="optimize the verdict extractor on the train split; held-out accuracy before/after",
+    )
+    o.add_argument("--optimizer", choices=["labeled", "bootstrap"], default="labeled")
+    o.add_argument("--out", help="where to save the program (default: the one loaded by default)")
+    o.add_argument("--dry-run", action="store_true", help="measure, but save nothing")
+    for p, fn in ((r, cmd_router), (j, cmd_judge), (v, cmd_verdict), (o, cmd_optimize)):
+        p.add_argument("--json", action="store_true", help="print the figures as JSON")
+        p.add_argument("--verbose", action="store_true", help="include every case's answer")
+        p.set_defaults(fn=fn)
