@@ -47,7 +47,7 @@ from sopgraph.prompts.codeact import (
 from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 
 DEFAULT_MAX_TURNS = 6
-NO_MODEL = "no model configured for the CodeAct sub-agent: set SOPGRAPH_MODEL (e.g. `scripted`, `local`, `ollama:<name>`)"
+NO_MODEL = "no model configured for the CodeAct sub-agent: set SOPGRAPH_MODEL (e.g. `local`, `ollama:<name>`)"
 OBSERVATION_CHARS = (
     2000  # printed output shown back per turn: the local model reads ~20-46 tokens/s
 )

@@ -186,7 +186,7 @@ class LocalModelServer:
         return [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "sopgraph.nodes.llama_child",
             "--model",
             str(self.model_path or find_gguf(self.model.alias)),
             "--model_alias",

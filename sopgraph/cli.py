@@ -189,9 +189,7 @@ def models_for(arch: str):
 
     models = load_models()
     if arch != "direct" and models.chat is None:
-        raise UserError(
-            f"--arch {arch} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
-        )
+        raise UserError(f"--arch {arch} needs a model: set SOPGRAPH_MODEL (`local` runs one here)")
     return models
 
 
