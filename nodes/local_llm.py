@@ -178,9 +178,11 @@ class LocalModelServer:
     def command(self) -> list[str]:
         """The command line that starts the server.
 
-        ``--cache`` keeps the KV state of recent prompts in RAM: a request that starts with a
-        prompt seen before (the stable prefix of a role) skips evaluating that prefix again,
-        even when requests of different nodes interleave.
+        No ``--cache``: llama-cpp-python's state cache copies the whole logits buffer
+        (n_ctx x vocabulary floats, about 2.5 GB at n_ctx 4096) into every entry and does not
+        count it against ``--cache_size``, so one server grew past 13 GB here. The server
+        still reuses the KV cache of the longest prefix shared with the previous request,
+        which is why prompts put their stable parts first.
         """
         chat_format = ["--chat_format", self.model.chat_format] if self.model.chat_format else []
         return [
@@ -192,12 +194,6 @@ class LocalModelServer:
             "--model_alias",
             self.model.alias,
             *chat_format,
-            "--cache",
-            "true",
-            "--cache_type",
-            "ram",
-            "--cache_size",
-            str(1 << 30),
             "--host",
             self.host,
             "--port",
