@@ -102,9 +102,11 @@ def verdict_examples(split: str) -> list[dspy.Example]:
     ]
 
 
-async def eval_verdict(extractor: VerdictExtractor, split: str = "eval") -> dict[str, Any]:
-    """Accuracy of the verdict extractor on one split of the labeled answers."""
-    cases = [c for c in load_cases("verdict") if c["split"] == split]
+async def eval_verdict(
+    extractor: VerdictExtractor, split: str = "eval", limit: int | None = None
+) -> dict[str, Any]:
+    """Accuracy of the verdict extractor on (the first ``limit`` cases of) one split."""
+    cases = [c for c in load_cases("verdict") if c["split"] == split][:limit]
 
     async def one(case: dict[str, Any]) -> tuple[bool, str]:
         try:

@@ -98,6 +98,13 @@ def clean_traceback(error: str) -> str:
     return "\n".join(out)
 
 
+def node_params(node: Node, params: dict[str, Any]) -> dict[str, Any]:
+    """The site parameters the node's text names (``{name}``): a site has dozens, and every
+    token of the prompt costs the local model about 1/40 s to read."""
+    named = set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", node.text or ""))
+    return {k: v for k, v in params.items() if k in named} if named else {}
+
+
 def message_text(message: BaseMessage) -> str:
     """Text of a reply whose content may be a list of blocks (Bedrock, Anthropic)."""
     content = message.content
@@ -292,7 +299,7 @@ class CodeActExecutor:
             site=ctx.site,
             timestamp=ctx.timestamp,
             alarm=ctx.input,
-            params=ctx.params,
+            params=node_params(node, ctx.params),
             parents={k: v.model_dump(exclude={"explanation"}) for k, v in ctx.parents.items()},
             data=node.data,
         )

@@ -140,7 +140,7 @@ class LocalModelServer:
         model_path: Path | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int = 1,
         startup_timeout: float = 120.0,
     ) -> None:

@@ -72,23 +72,26 @@ def _strip(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
 
 
 def cmd_router(args: argparse.Namespace) -> int:
-    from sopgraph.evals.model_paths import eval_router, router_pair
+    from sopgraph.evals.model_paths import eval_router, load_cases, router_pair
 
     models = _paths_models()
     routers = router_pair(models.chat, models.lm)
     names = list(routers) if args.router == "both" else [args.router]
-    summary = {name: _strip(asyncio.run(eval_router(routers[name])), args.verbose)
+    cases = load_cases("router")[: args.limit]
+    summary = {name: _strip(asyncio.run(eval_router(routers[name], cases)), args.verbose)
                for name in names}  # fmt: skip
     _print(summary, args.json)
     return 0
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from sopgraph.evals.model_paths import eval_judge
+    from sopgraph.evals.model_paths import eval_judge, load_cases
     from sopgraph.prompts.judge import ConditionJudge
 
     models = _paths_models()
-    result = asyncio.run(eval_judge(ConditionJudge(lm=models.lm)))
+    result = asyncio.run(
+        eval_judge(ConditionJudge(lm=models.lm), load_cases("judge")[: args.limit])
+    )
     _print({"judge": _strip(result, args.verbose)}, args.json)
     return 0
 
@@ -99,7 +102,7 @@ def cmd_verdict(args: argparse.Namespace) -> int:
 
     models = _paths_models()
     extractor = VerdictExtractor(lm=models.lm, program=None if args.zero_shot else "default")
-    result = asyncio.run(eval_verdict(extractor, args.split))
+    result = asyncio.run(eval_verdict(extractor, args.split, args.limit))
     label = "verdict_zero_shot" if args.zero_shot else "verdict"
     _print({label: _strip(result, args.verbose), "split": args.split}, args.json)
     return 0
@@ -110,10 +113,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from sopgraph.prompts.verdict import OPTIMIZED_EXTRACTOR, VerdictExtractor, compile_extractor
 
     models = _paths_models()
-    before = asyncio.run(eval_verdict(VerdictExtractor(lm=models.lm, program=None)))
+    before = asyncio.run(
+        eval_verdict(VerdictExtractor(lm=models.lm, program=None), "eval", args.limit)
+    )
     compiled = compile_extractor(verdict_examples("train"), lm=models.lm,
                                  optimizer=args.optimizer)  # fmt: skip
-    after = asyncio.run(eval_verdict(compiled))
+    after = asyncio.run(eval_verdict(compiled, "eval", args.limit))
     out = Path(args.out) if args.out else OPTIMIZED_EXTRACTOR
     if not args.dry_run:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -162,6 +167,7 @@ def add_commands(sub: Any) -> None:
     o.add_argument("--out", help="where to save the program (default: the one loaded by default)")
     o.add_argument("--dry-run", action="store_true", help="measure, but save nothing")
     for p, fn in ((r, cmd_router), (j, cmd_judge), (v, cmd_verdict), (o, cmd_optimize)):
+        p.add_argument("--limit", type=positive_int, help="only the first N labeled cases")
         p.add_argument("--json", action="store_true", help="print the figures as JSON")
         p.add_argument("--verbose", action="store_true", help="include every case's answer")
         p.set_defaults(fn=fn)

@@ -171,7 +171,7 @@ def codeact_code(prompt: str) -> str:
     if chosen is None:
         return "print('no functions are available for this check')"
     name, params, description = chosen
-    hint = _line(prompt, "Data hints").split(",")[0].strip()
+    hint = _line(prompt, r"Data that decides it \([^)]*\)").split(",")[0].strip()
     try:
         alarm = json.loads(_line(prompt, "Alarm") or "{}")
     except json.JSONDecodeError:
