@@ -194,6 +194,10 @@ class LocalModelServer:
             "--model_alias",
             self.model.alias,
             *chat_format,
+            # the server's default keeps the logits of every prompt token (n_ctx x 152k floats,
+            # 5 GB at 8192) for logprobs sopgraph never asks for; they also slow prompt reading
+            "--logits_all",
+            "false",
             "--host",
             self.host,
             "--port",
