@@ -44,7 +44,11 @@ async def _score(
     rows = []
     for case in cases:
         began = time.perf_counter()
-        ok, got = await one(case)
+        try:
+            ok, got = await one(case)
+        except Exception as exc:  # noqa: BLE001 - a dead server fails the case, not the run
+            first = (str(exc).splitlines() or [""])[0][:300]
+            ok, got = False, f"failed: {type(exc).__name__}: {first}"
         rows.append({"ok": ok, "got": got, "seconds": round(time.perf_counter() - began, 1)})
     n = len(rows)
     return {

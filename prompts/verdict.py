@@ -181,14 +181,13 @@ def compile_extractor(
     *,
     lm: dspy.BaseLM | None = None,
     optimizer: str = "bootstrap",
-    max_bootstrapped_demos: int = 4,
-    max_labeled_demos: int = 12,
+    demos: int = 4,
 ) -> VerdictExtractor:
     """An extractor optimized on labeled examples, from a zero-shot start.
 
-    ``optimizer``: ``bootstrap`` (``BootstrapFewShot``: demos the model itself got right, then
-    labeled ones) or ``labeled`` (``LabeledFewShot``: the labeled examples as demos, no LM
-    call). Each example has ``question``, ``answer`` (inputs) and ``value`` (plus optionally
+    ``optimizer``: ``bootstrap`` (``BootstrapFewShot``: up to ``demos`` train examples the
+    model itself answered right, with every output field) or ``labeled``
+    (``LabeledFewShot``: ``demos`` labeled examples, value only, no LM call). Each example has ``question``, ``answer`` (inputs) and ``value`` (plus optionally
     ``observed``, ``threshold``, ``explanation``). Save it with ``extractor.save(path)``.
     """
     examples = [
@@ -196,12 +195,10 @@ def compile_extractor(
         for ex in trainset
     ]
     if optimizer == "labeled":
-        teleprompter: Any = dspy.LabeledFewShot(k=max_labeled_demos)
-    else:
+        teleprompter: Any = dspy.LabeledFewShot(k=demos)
+    else:  # up to ``demos`` examples the model itself answered right, with all their fields
         teleprompter = dspy.BootstrapFewShot(
-            metric=verdict_match,
-            max_bootstrapped_demos=max_bootstrapped_demos,
-            max_labeled_demos=max_labeled_demos,
+            metric=verdict_match, max_bootstrapped_demos=demos, max_labeled_demos=demos
         )
     with dspy.context(lm=lm) if lm is not None else nullcontext():
         compiled = teleprompter.compile(VerdictExtractor(lm=lm, program=None), trainset=examples)

@@ -117,20 +117,23 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         eval_verdict(VerdictExtractor(lm=models.lm, program=None), "eval", args.limit)
     )
     compiled = compile_extractor(verdict_examples("train"), lm=models.lm,
-                                 optimizer=args.optimizer)  # fmt: skip
+                                 optimizer=args.optimizer, demos=args.demos)  # fmt: skip
     after = asyncio.run(eval_verdict(compiled, "eval", args.limit))
     out = Path(args.out) if args.out else OPTIMIZED_EXTRACTOR
-    if not args.dry_run:
+    # the saved program is loaded by default: keep it only when it is better on held-out cases
+    keep = after["accuracy"] > before["accuracy"] and not args.dry_run
+    if keep:
         out.parent.mkdir(parents=True, exist_ok=True)
         compiled.save(str(out))
     _print(
         {
             "module": "verdict_extractor",
             "optimizer": args.optimizer,
+            "demos": args.demos,
             "train": len(verdict_examples("train")),
             "held_out_before": _strip(before, args.verbose),
             "held_out_after": _strip(after, args.verbose),
-            "saved": None if args.dry_run else str(out),
+            "saved": str(out) if keep else None,
         },
         args.json,
     )
@@ -163,7 +166,8 @@ def add_commands(sub: Any) -> None:
         "optimize",
         help="optimize the verdict extractor on the train split; held-out accuracy before/after",
     )
-    o.add_argument("--optimizer", choices=["labeled", "bootstrap"], default="labeled")
+    o.add_argument("--optimizer", choices=["labeled", "bootstrap"], default="bootstrap")
+    o.add_argument("--demos", type=positive_int, default=4, help="few-shot demos (default 4)")
     o.add_argument("--out", help="where to save the program (default: the one loaded by default)")
     o.add_argument("--dry-run", action="store_true", help="measure, but save nothing")
     for p, fn in ((r, cmd_router), (j, cmd_judge), (v, cmd_verdict), (o, cmd_optimize)):

@@ -69,10 +69,12 @@ def test_routers_replay(tmp_path):
         assert _answers(out[name]) == _answers(live[name])
 
 
-def test_optimizer_before_and_after_replay(tmp_path):
-    live = _live("optimize")
+@pytest.mark.parametrize("name", ["optimize", "optimize_labeled"])
+def test_optimizer_before_and_after_replay(name):
+    live = _live(name)
+    args = ["--optimizer", live["optimizer"], "--demos", str(live["demos"])]
     n = str(live["held_out_before"]["n"])
-    out = _replay("optimize", "optimize", "--verbose", "--dry-run", "--limit", n)
+    out = _replay(name, "optimize", *args, "--verbose", "--dry-run", "--limit", n)
     _check_replayed(out)
     for key in ("held_out_before", "held_out_after"):
         assert out[key]["accuracy"] == live[key]["accuracy"]
