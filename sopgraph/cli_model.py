@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +118,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     before = asyncio.run(
         eval_verdict(VerdictExtractor(lm=models.lm, program=None), "eval", args.limit)
     )
-    compiled = compile_extractor(verdict_examples("train"), lm=models.lm,
-                                 optimizer=args.optimizer, demos=args.demos)  # fmt: skip
+    with contextlib.redirect_stdout(sys.stderr):  # DSPy's optimizers print their progress
+        compiled = compile_extractor(verdict_examples("train"), lm=models.lm,
+                                     optimizer=args.optimizer, demos=args.demos)  # fmt: skip
     after = asyncio.run(eval_verdict(compiled, "eval", args.limit))
     out = Path(args.out) if args.out else OPTIMIZED_EXTRACTOR
     # the saved program is loaded by default: keep it only when it is better on held-out cases
