@@ -268,7 +268,7 @@ class ModelProxy:
             self._reply(handler, 502, {"error": {"message": message[:500], "type": "upstream"}})
             self._log(key, sub, 502, began, "live")
             return
-        if cassette is not None and status == 200:
+        if cassette is not None:  # errors the model's server answered are part of the run too
             try:
                 request: Any = json.loads(body) if body else None
             except ValueError:

@@ -155,7 +155,9 @@ class FunctionCallingRouter:
         retries: int = 1,
     ):
         self.model = role_chat(model, "route")
-        self.tool_choice = tool_choice
+        # llama.cpp's chatml-function-calling accepts only `auto`: do not spend a request on it
+        local = getattr(model, "budgets_by_role", False)
+        self.tool_choice = None if local else tool_choice
         self.allow_none = allow_none
         self.retries = retries
 
