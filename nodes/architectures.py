@@ -7,7 +7,7 @@
 - ``codeact``: no tools; the CodeAct sub-agent writes MCP code for every node.
 
 Example:
-    >>> models = load_models(Settings(model="scripted"))
+    >>> models = load_models(Settings(model="local"))
     >>> [e.name for e in executors_for("subagent", models.chat, registry, lm=models.lm)]
     ['subagent', 'codeact']
 """
@@ -32,7 +32,6 @@ from sopgraph.tools.registry import Registry
 
 Architecture = Literal["direct", "subagent", "codeact"]
 ARCHITECTURES: tuple[Architecture, ...] = ("direct", "subagent", "codeact")
-SCRIPTED = "scripted"
 
 
 class ArchitectureError(SettingsError):
@@ -49,17 +48,13 @@ class Models:
 
 
 def load_models(settings: Settings | None = None) -> Models:
-    """The models ``settings`` name; ``scripted`` is the rule-based model for demos and CI.
+    """The models ``settings`` name (nothing is started: the local server starts on first use).
 
     Raises:
         SettingsError: an unknown provider or a missing credential.
     """
     settings = settings or Settings()
     name = settings.model.strip()
-    if name == SCRIPTED:
-        from sopgraph.scripted_model import ScriptedAgentModel, scripted_dspy_lm
-
-        return Models(ScriptedAgentModel(), scripted_dspy_lm(), SCRIPTED)
     if not name:
         return Models(None, None, "")
     from sopgraph.nodes.models import chat_model, dspy_lm
@@ -89,7 +84,7 @@ def executors_for(
         )
     if arch != "direct" and model is None:
         raise ArchitectureError(
-            f"architecture {arch!r} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
+            f"architecture {arch!r} needs a model: set SOPGRAPH_MODEL (`local` runs one here)"
         )
     if arch != "codeact" and registry is None:
         raise ValueError(f"architecture {arch!r} needs the SOP's tool registry")

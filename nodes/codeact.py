@@ -47,8 +47,10 @@ from sopgraph.prompts.codeact import (
 from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 
 DEFAULT_MAX_TURNS = 6
-NO_MODEL = "no model configured for the CodeAct sub-agent: set SOPGRAPH_MODEL (e.g. `scripted`, `local`, `ollama:<name>`)"
-OBSERVATION_CHARS = 3000  # printed output shown back to the model per turn
+NO_MODEL = "no model configured for the CodeAct sub-agent: set SOPGRAPH_MODEL (e.g. `local`, `ollama:<name>`)"
+OBSERVATION_CHARS = (
+    2000  # printed output shown back per turn: the local model reads ~20-46 tokens/s
+)
 TRACE_CHARS = 20_000  # one MCP result or stdout kept in the trace
 START_MESSAGE = "Decide the check. Start with a ```python code block."
 _CODE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
@@ -94,6 +96,13 @@ def clean_traceback(error: str) -> str:
         skip = False
         out.append(line)
     return "\n".join(out)
+
+
+def node_params(node: Node, params: dict[str, Any]) -> dict[str, Any]:
+    """The site parameters the node's text names (``{name}``): a site has dozens, and every
+    token of the prompt costs the local model about 1/40 s to read."""
+    named = set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", node.text or ""))
+    return {k: v for k, v in params.items() if k in named} if named else {}
 
 
 def message_text(message: BaseMessage) -> str:
@@ -290,7 +299,7 @@ class CodeActExecutor:
             site=ctx.site,
             timestamp=ctx.timestamp,
             alarm=ctx.input,
-            params=ctx.params,
+            params=node_params(node, ctx.params),
             parents={k: v.model_dump(exclude={"explanation"}) for k, v in ctx.parents.items()},
             data=node.data,
         )

@@ -140,7 +140,7 @@ class LocalModelServer:
         model_path: Path | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int = 1,
         startup_timeout: float = 120.0,
     ) -> None:
@@ -188,12 +188,16 @@ class LocalModelServer:
         return [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "sopgraph.nodes.llama_child",
             "--model",
             str(self.model_path or find_gguf(self.model.alias)),
             "--model_alias",
             self.model.alias,
             *chat_format,
+            # the server's default keeps the logits of every prompt token (n_ctx x 152k floats,
+            # 5 GB at 8192) for logprobs sopgraph never asks for; they also slow prompt reading
+            "--logits_all",
+            "false",
             "--host",
             self.host,
             "--port",

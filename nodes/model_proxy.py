@@ -12,6 +12,8 @@ the request (method, path and canonical JSON body).
   message naming the cassette and the key, and is counted in ``misses``.
 - ``SOPGRAPH_CASSETTE_MODE=record``: passes through to the live model and appends each
   exchange to the file (one JSON object a line).
+- ``SOPGRAPH_CASSETTE_MODE=fill``: replays what the file has and records what it lacks (after
+  a prompt change on one path, only that path's requests go to the model).
 
 Example:
     >>> front = ModelProxy(upstream=lambda: "http://127.0.0.1:8000/v1")  # doctest: +SKIP
@@ -36,8 +38,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
 
-CassetteMode = Literal["replay", "record"]
-CASSETTE_MODES: tuple[CassetteMode, ...] = ("replay", "record")
+CassetteMode = Literal["replay", "record", "fill"]
+CASSETTE_MODES: tuple[CassetteMode, ...] = ("replay", "record", "fill")
 UPSTREAM_TIMEOUT = 3600.0
 """The front never times a request out itself: each client sets its own, per role."""
 
@@ -229,6 +231,12 @@ class ModelProxy:
         sub = path[len("/v1") :] if path.startswith("/v1") else path
         key = request_key(method, sub, body)
         cassette = self.cassette
+        if cassette is not None and cassette.mode == "fill":
+            recorded = cassette.replay(key)
+            if recorded is not None:
+                self._reply(handler, recorded["status"], recorded["body"])
+                self._log(key, sub, recorded["status"], began, "cassette")
+                return
         if cassette is not None and cassette.mode == "replay":
             recorded = cassette.replay(key)
             if recorded is None:
@@ -260,7 +268,7 @@ class ModelProxy:
             self._reply(handler, 502, {"error": {"message": message[:500], "type": "upstream"}})
             self._log(key, sub, 502, began, "live")
             return
-        if cassette is not None and status == 200:
+        if cassette is not None:  # errors the model's server answered are part of the run too
             try:
                 request: Any = json.loads(body) if body else None
             except ValueError:

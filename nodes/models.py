@@ -197,6 +197,10 @@ def dspy_lm(settings: Settings | None = None, *, role: Role = "default", **kwarg
         options["api_base"] = endpoint.base_url
         options["api_key"] = endpoint.api_key
     options = {k: v for k, v in options.items() if v is not None}
+    if settings.provider == "local":
+        # measured, replayed or recorded: every call must reach the front (DSPy's disk cache
+        # would answer a repeated call from an earlier run, and no cassette would see it)
+        options["cache"] = False
     lm = dspy.LM(model, **{"engine": "litellm", **options, **kwargs})
     lm.budgets_by_role = settings.provider == "local" and settings.max_tokens is None
     return lm

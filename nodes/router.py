@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +32,7 @@ from sopgraph.nodes.codeact import message_text, model_label
 from sopgraph.nodes.envelope import role_chat, role_lm
 from sopgraph.nodes.executor import ToolContext, Unavailable
 from sopgraph.prompts import routing as texts
+from sopgraph.prompts.adapter import dspy_context
 from sopgraph.prompts.judge import lm_usage
 
 EXPLORE = "explore_subtree_{n}"
@@ -155,7 +155,9 @@ class FunctionCallingRouter:
         retries: int = 1,
     ):
         self.model = role_chat(model, "route")
-        self.tool_choice = tool_choice
+        # llama.cpp's chatml-function-calling accepts only `auto`: do not spend a request on it
+        local = getattr(model, "budgets_by_role", False)
+        self.tool_choice = None if local else tool_choice
         self.allow_none = allow_none
         self.retries = retries
 
@@ -290,7 +292,7 @@ class DSPyRouter(dspy.Module):
         self.choose_branch = dspy.Predict(texts.ChooseBranch)
 
     def _lm_context(self) -> Any:
-        return dspy.context(lm=self.lm) if self.lm is not None else nullcontext()
+        return dspy_context(self.lm)
 
     def forward(self, node_text: str, observed: str, context: str, branches: str) -> Any:
         with self._lm_context():

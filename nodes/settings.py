@@ -74,7 +74,8 @@ class Settings(BaseSettings):
 
     local_port: int = 0
     """Port of the local llama.cpp server; 0 picks a free one."""
-    local_n_ctx: int = 4096
+    local_n_ctx: int = 8192
+    """Context of the local model: a CodeAct node of six turns needs about 5,000 tokens."""
     local_n_threads: int = 1
     """Threads for the local model. 1 beats 2 on a 2-core machine that runs anything else:
     llama.cpp's spinning thread barrier is ~30x slower when a core is taken."""

@@ -11,13 +11,13 @@ Example:
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from typing import Any
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from sopgraph.nodes.envelope import role_lm
+from sopgraph.prompts.adapter import dspy_context
 from sopgraph.prompts.routing import JudgeCondition
 
 
@@ -54,7 +54,7 @@ class ConditionJudge(dspy.Module):
         return self.lm is not None or dspy.settings.lm is not None
 
     def _context(self) -> Any:
-        return dspy.context(lm=self.lm) if self.lm is not None else nullcontext()
+        return dspy_context(self.lm)
 
     def _check(self) -> None:
         if not self.available:

@@ -123,5 +123,6 @@ class JudgeCondition(dspy.Signature):
 
     condition: str = dspy.InputField(desc="the condition, in natural language")
     context: str = dspy.InputField(desc="the run's input: the dialogue or alarm being handled")
-    holds: bool = dspy.OutputField(desc="true if the condition holds in this context")
+    # the rationale first: a small model decides better after it has said what it read
     rationale: str = dspy.OutputField(desc="one sentence: what in the context decides it")
+    holds: bool = dspy.OutputField(desc="true if the condition holds in this context")

@@ -17,11 +17,14 @@ class ExtractVerdict(dspy.Signature):
 
     question: str = dspy.InputField(desc="the SOP check, with the site's parameters filled in")
     answer: str = dspy.InputField(desc="the sub-agent's final free-text answer to the check")
-    value: VerdictValue = dspy.OutputField(desc="the verdict the answer reached")
     observed: str = dspy.OutputField(
         desc="the measured value the answer reports (a number when it is one); empty if none"
     )
     threshold: str = dspy.OutputField(
         desc="the threshold the answer compared against; empty if none"
     )
-    explanation: str = dspy.OutputField(desc="one sentence: why the answer reached this verdict")
+    explanation: str = dspy.OutputField(
+        desc="one sentence: how the observed value compares with the check's threshold"
+    )
+    # last: a small model writes the comparison first, then the verdict that follows from it
+    value: VerdictValue = dspy.OutputField(desc="the verdict the answer reached")

@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -23,6 +24,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from sopgraph.graphs.model import Verdict
 from sopgraph.nodes.envelope import role_lm
+from sopgraph.prompts.adapter import dspy_context
 from sopgraph.prompts.signatures import ExtractVerdict
 
 _VERDICT = re.compile(r"\bVERDICT\s*[:=]\s*[*`\"']*\s*(true|false|no[ _-]?data)\b", re.I)
@@ -94,20 +96,31 @@ def _unparsable() -> Iterator[None]:
         ) from None
 
 
+OPTIMIZED_EXTRACTOR = Path(__file__).parent / "optimized" / "verdict_extractor.json"
+"""The extractor optimized on the labeled train answers (``sopgraph model optimize``)."""
+
+
 class VerdictExtractor(dspy.Module):
     """Reads the verdict out of a free-text answer.
 
     Args:
         lm: the DSPy LM for answers without a ``VERDICT:`` line; default ``dspy.settings.lm``.
+        program: a saved, optimized program to load (its few-shot demos); ``"default"`` loads
+            ``OPTIMIZED_EXTRACTOR`` when it exists, None starts zero-shot.
     """
 
-    def __init__(self, lm: dspy.BaseLM | None = None):
+    def __init__(
+        self, lm: dspy.BaseLM | None = None, program: str | Path | None = "default"
+    ) -> None:
         super().__init__()
         self.lm = role_lm(lm, "verdict")
         self.extract = dspy.Predict(ExtractVerdict)
+        path = OPTIMIZED_EXTRACTOR if program == "default" else program
+        if path is not None and Path(path).is_file():
+            self.load(str(path))
 
     def _context(self):
-        return dspy.context(lm=self.lm) if self.lm is not None else nullcontext()
+        return dspy_context(self.lm)
 
     def _check_lm(self) -> None:
         if self.lm is None and dspy.settings.lm is None:
@@ -167,24 +180,27 @@ def compile_extractor(
     trainset: list[dspy.Example],
     *,
     lm: dspy.BaseLM | None = None,
-    max_bootstrapped_demos: int = 4,
-    max_labeled_demos: int = 8,
+    optimizer: str = "bootstrap",
+    demos: int = 4,
 ) -> VerdictExtractor:
-    """An extractor optimized with ``BootstrapFewShot`` on labeled examples.
+    """An extractor optimized on labeled examples, from a zero-shot start.
 
-    Each example has ``question``, ``answer`` (inputs) and ``value`` (plus optionally
+    ``optimizer``: ``bootstrap`` (``BootstrapFewShot``: up to ``demos`` train examples the
+    model itself answered right, with every output field) or ``labeled``
+    (``LabeledFewShot``: ``demos`` labeled examples, value only, no LM call). Each example has ``question``, ``answer`` (inputs) and ``value`` (plus optionally
     ``observed``, ``threshold``, ``explanation``). Save it with ``extractor.save(path)``.
     """
     examples = [
         ex if getattr(ex, "_input_keys", None) else ex.with_inputs("question", "answer")
         for ex in trainset
     ]
-    optimizer = dspy.BootstrapFewShot(
-        metric=verdict_match,
-        max_bootstrapped_demos=max_bootstrapped_demos,
-        max_labeled_demos=max_labeled_demos,
-    )
+    if optimizer == "labeled":
+        teleprompter: Any = dspy.LabeledFewShot(k=demos)
+    else:  # up to ``demos`` examples the model itself answered right, with all their fields
+        teleprompter = dspy.BootstrapFewShot(
+            metric=verdict_match, max_bootstrapped_demos=demos, max_labeled_demos=demos
+        )
     with dspy.context(lm=lm) if lm is not None else nullcontext():
-        compiled = optimizer.compile(VerdictExtractor(lm=lm), trainset=examples)
+        compiled = teleprompter.compile(VerdictExtractor(lm=lm, program=None), trainset=examples)
     compiled.lm = lm  # the optimizer deep-copies the student: keep the caller's LM, not a copy
     return compiled

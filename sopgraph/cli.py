@@ -172,9 +172,7 @@ def models_for(arch: str):
 
     models = load_models()
     if arch != "direct" and models.chat is None:
-        raise UserError(
-            f"--arch {arch} needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
-        )
+        raise UserError(f"--arch {arch} needs a model: set SOPGRAPH_MODEL (`local` runs one here)")
     return models
 
 
@@ -494,6 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
     from sopgraph.cli_sopbench import add_command as add_sopbench
 
     add_sopbench(sub.choices["bench"])  # `sopgraph bench sopbench`
+    from sopgraph.cli_model import add_commands as add_model_commands
+
+    add_model_commands(sub)
     return p
 
 

@@ -63,7 +63,7 @@ def _models() -> MakerModels:
 
     settings = Settings()
     name = settings.model.strip()
-    if not name or name == "scripted":
+    if not name:
         raise UserError(
             "the tool-maker needs a model: set SOPGRAPH_MODEL (`local` for the local model; "
             "SOPGRAPH_CASSETTE=<file> replays a recorded run)"
@@ -282,7 +282,6 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
         not os.environ.get("SOPGRAPH_CASSETTE")
         or os.environ.get("SOPGRAPH_CASSETTE_MODE", "replay") == "record"
     )
-    live = live and models.name not in ("scripted",)
 
     async def go() -> list[dict[str, Any]]:
         session = MakeSession(

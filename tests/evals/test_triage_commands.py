@@ -67,16 +67,6 @@ def test_eval_triage_json(fc_home):  # noqa: F811
     assert 0 <= out["baseline_majority_accuracy"] < out["accuracy"]
 
 
-def test_eval_triage_codeact_with_scripted_model(fc_home):  # noqa: F811
-    proc = _cli(fc_home, "eval", "triage", "--arch", "codeact", "--alarms", "4", "--json",
-                model="scripted")  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
-    assert out["arch"] == "codeact" and out["n"] == 4
-    assert out["llm_tokens_per_alarm"] > 0
-    assert 0.0 <= out["accuracy"] <= 1.0
-
-
 def test_codeact_needs_a_model(fc_home):  # noqa: F811
     proc = _cli(fc_home, "eval", "triage", "--arch", "codeact", "--alarms", "2", "--json")
     assert proc.returncode == 2

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 
-import dspy
 import pytest
 import pytest_asyncio
-from dspy.dsp.utils.settings import DEFAULT_CONFIG
 from dspy.utils import DummyLM
-from fake_chat import ScriptedChatModel
+from fake_chat import ScriptedAgentModel, ScriptedChatModel
 from langchain_core.messages import AIMessage
 
 from sopgraph.graphs.model import Node
@@ -24,18 +21,11 @@ from sopgraph.nodes.executor import ToolContext, Unavailable
 from sopgraph.nodes.mcp_client import McpPool, ServerConfig
 from sopgraph.nodes.mcp_functions import allowed_servers, function_name
 from sopgraph.prompts.verdict import VerdictExtractor
-from sopgraph.scripted_model import ScriptedAgentModel
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "toy_metrics.py"
 QUERY = "```python\nr = robotics_execute_query(metric='station_idle_pct', site='FC1')\nprint(r['value'])\n```"
 shared_loop = pytest.mark.asyncio(loop_scope="module")  # the loop the module's pool lives in
 ANSWER_TRUE = "ANSWER: idle 31.2% is above 25%.\nVERDICT: true\nOBSERVED: 31.2\nTHRESHOLD: 25"
-
-
-@pytest.fixture(autouse=True)
-def _reset_dspy():
-    yield
-    dspy.settings.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fake_chat import ScriptedChatModel
+from fake_chat import ScriptedAgentModel, ScriptedChatModel
 from langchain_core.messages import AIMessage
 from sop_factory import make_sop
 
 from sopgraph.cli import main
 from sopgraph.graphs.runner import Session
 from sopgraph.nodes.architectures import ArchitectureError, executors_for, load_models
-from sopgraph.nodes.settings import Settings
-from sopgraph.scripted_model import ScriptedAgentModel
+from sopgraph.nodes.settings import Settings, SettingsError
 from sopgraph.tools.registry import Registry
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "toy_metrics.py"
@@ -173,22 +172,29 @@ def test_executors_for_rejects_unknown_or_modelless_architectures(tmp_path):
         executors_for("codeact", None, registry)
 
 
-def test_scripted_setting_loads_the_scripted_models():
-    models = load_models(Settings(model="scripted"))
-    assert isinstance(models.chat, ScriptedAgentModel) and models.lm is not None
+def test_scripted_is_no_provider_of_the_product():
+    with pytest.raises(SettingsError, match="'scripted' is not `provider:name`"):
+        load_models(Settings(model="scripted"))
     assert load_models(Settings(model="")).chat is None
+
+
+def _fake_models(monkeypatch):
+    """The CLI's models, replaced by the rule-based test agent (a fixture, not a setting)."""
+    from fake_chat import scripted_dspy_lm
+
+    from sopgraph.nodes import architectures
+
+    fake = architectures.Models(ScriptedAgentModel(), scripted_dspy_lm(), "fake")
+    monkeypatch.setattr(architectures, "load_models", lambda settings=None: fake)
 
 
 def test_cli_run_arch(sop_dir, monkeypatch, capsys):
     inp = json.dumps(ALARM)
     assert main(["run", str(sop_dir), "--arch", "codeact", "--input", inp]) == 2
     err = capsys.readouterr().err.strip()
-    assert (
-        err
-        == "error: --arch codeact needs a model: set SOPGRAPH_MODEL (`scripted` runs without one)"
-    )
+    assert err == "error: --arch codeact needs a model: set SOPGRAPH_MODEL (`local` runs one here)"
 
-    monkeypatch.setenv("SOPGRAPH_MODEL", "scripted")
+    _fake_models(monkeypatch)
     assert main(["run", str(sop_dir), "--arch", "codeact", "--input", inp, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "done" and out["tokens"]["total_tokens"] > 0

@@ -181,3 +181,34 @@ def test_a_server_that_dies_reports_its_log(tmp_path: Path):
     first, *tail = str(exc.value).splitlines()
     assert first.startswith("local model server exited with code")
     assert tail
+
+
+def test_a_killed_sopgraph_takes_its_server_with_it(tmp_path: Path):
+    """SIGTERM skips atexit; the server must not outlive the process that started it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "hold.py"
+    script.write_text(
+        "import time\n"
+        "from sopgraph.nodes.local_llm import LocalModelServer\n"
+        "s = LocalModelServer(model='smollm2', n_ctx=256).start()\n"
+        "print(s._process.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    os.kill(child, 0)  # it runs
+    parent.send_signal(signal.SIGTERM)
+    parent.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.5)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError(f"the server {child} outlived its parent")

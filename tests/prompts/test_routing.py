@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import copy
-
 import dspy
 import pytest
-from dspy.dsp.utils.settings import DEFAULT_CONFIG
 from dspy.utils import DummyLM
 from sop_factory import make_sop
 
@@ -30,10 +27,8 @@ DIALOGUE = {
 
 
 @pytest.fixture(autouse=True)
-def _reset_dspy(tmp_path, monkeypatch):
+def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
-    yield
-    dspy.settings.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
 
 
 def ctx(inp: dict | None = None, text: str = "ask whether the problem is resolved") -> ToolContext:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import copy
-
 import dspy
 import pytest
-from dspy.dsp.utils.settings import DEFAULT_CONFIG
 from dspy.utils import DummyLM
 
 from sopgraph.prompts.codeact import FunctionSpec, render_system_prompt, signature
@@ -21,12 +18,6 @@ from sopgraph.prompts.verdict import (
 )
 
 QUESTION = "The station was idle more than 25% of the last 15 minutes."
-
-
-@pytest.fixture(autouse=True)
-def _reset_dspy():
-    yield
-    dspy.settings.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
 
 
 @pytest.mark.parametrize(

