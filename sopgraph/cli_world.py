@@ -149,6 +149,9 @@ def cmd_shadow(args: argparse.Namespace) -> int:
     ]
     verdict = {"discrepancies": len(found), "on_drifted_alarms": len(on_drifted),
                "elsewhere": len(found) - len(on_drifted)}  # fmt: skip
+    from sopgraph.tools.shadow import record_shadow
+
+    record_shadow(TRIAGE_SOP, candidates, summary["alarms"], args.timeline, found)
     if args.json:
         print(json.dumps(summary | {"check": verdict}, indent=2, default=str))
         return 0

@@ -117,8 +117,9 @@ def _figures(v: VersionInfo) -> str:
     )
 
 
-def promote_preview(reg: Registry, node: str, version: int) -> str:
-    """The diff from the active version to ``version`` and both versions' figures."""
+def promote_preview(reg: Registry, node: str, version: int, shadow: str | None = None) -> str:
+    """The diff from the active version to ``version``, both versions' figures and the last
+    shadow run of ``version`` beside the active one."""
     entry = reg.entry(node)
     new = entry.version(version)
     if new is None:
@@ -128,6 +129,7 @@ def promote_preview(reg: Registry, node: str, version: int) -> str:
     if old is not None and old.version != version:
         lines.append(f"active: {_figures(old)}")
     lines.append(f"new:    {_figures(new)}")
+    lines.append(f"shadow: {shadow or 'never run beside the active version (sopgraph shadow)'}")
     if old is not None and old.version != version:
         a, b = reg.path_of(node, old.version), reg.path_of(node, version)
         if a.is_file() and b.is_file():
@@ -146,7 +148,9 @@ def tools_promote(sop_dir: Path, node: str, version: int) -> str:
     """Show the diff against the active version and the figures of both, then switch."""
     reg = registry_for(sop_dir)
     before = reg.entry(node).active
-    preview = promote_preview(reg, node, version)
+    from sopgraph.tools.shadow import shadow_summary
+
+    preview = promote_preview(reg, node, version, shadow_summary(sop_dir, node, version))
     reg.promote(node, version)
     was = f" (was v{before})" if before is not None and before != version else ""
     done = f"{node}: v{version} is active{was}"

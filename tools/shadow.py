@@ -8,13 +8,17 @@ with executor ``shadow``) and every disagreement is a ``Discrepancy``.
 
 from __future__ import annotations
 
+import json
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from sopgraph.graphs.model import Sop, Verdict
 from sopgraph.nodes.executor import ToolContext
+from sopgraph.nodes.mcp_client import home_dir
 from sopgraph.nodes.tool_node import as_verdict
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore
@@ -100,3 +104,36 @@ class Shadow:
                     candidate_observed=got.observed if got else None, candidate_error=error,
                 ))  # fmt: skip
         return out
+
+
+def shadow_record_path(sop_dir: Path, node: str, version: int, home: Path | None = None) -> Path:
+    """Where the last shadow run of ``node`` ``version`` is kept: run state in sopgraph's home,
+    like the invocation log, so that a shadow run never edits the library's files."""
+    return (home or home_dir()) / "shadow" / sop_dir.resolve().name / node / f"v{version}.json"
+
+
+def record_shadow(
+    sop_dir: Path, candidates: dict[str, int], alarms: int, timeline: str,
+    discrepancies: list[dict[str, Any]], home: Path | None = None,
+) -> None:  # fmt: skip
+    """Keep each candidate's shadow outcome where ``tools promote`` reads it."""
+    for node, version in candidates.items():
+        mine = [d for d in discrepancies if d["node"] == node]
+        first = f", first at alarm {min(d['alarm'] for d in mine)}" if mine else ""
+        path = shadow_record_path(sop_dir, node, version, home)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        summary = (
+            f"{datetime.now(UTC).date().isoformat()}: {alarms} alarms on the {timeline} timeline, "
+            f"{len(mine)} discrepancies with the active version{first} ({path})"
+        )
+        path.write_text(json.dumps({"summary": summary, "discrepancies": mine}, indent=1,
+                                   default=str))  # fmt: skip
+
+
+def shadow_summary(sop_dir: Path, node: str, version: int, home: Path | None = None) -> str | None:
+    """The one-line outcome of the last shadow run of ``node`` ``version``, if any."""
+    path = shadow_record_path(sop_dir, node, version, home)
+    try:
+        return json.loads(path.read_text())["summary"]
+    except (OSError, ValueError, KeyError):
+        return None

@@ -9,6 +9,11 @@ import sys
 
 from fc_world import fc_home, fc_world  # noqa: F401
 
+from sopgraph.cli_eval import TRIAGE_SOP
+from sopgraph.tools.commands import promote_preview
+from sopgraph.tools.registry import Registry
+from sopgraph.tools.shadow import shadow_summary
+
 
 def _cli(home, *args) -> subprocess.CompletedProcess:
     env = {**os.environ, "SOPGRAPH_HOME": str(home)}
@@ -34,6 +39,12 @@ def test_shadow_of_a_fixed_version_differs_on_drifted_alarms_only(fc_home, tmp_p
     assert found and out["check"]["elsewhere"] == 0
     assert all(d["alarm"] >= onset and d["node"] == "rc_robot_fault" for d in found)
     assert all(d["active"] == "false" and d["candidate"] == "true" for d in found)
+    # the outcome feeds `tools promote`: its preview names the shadow run and its discrepancies
+    summary = shadow_summary(TRIAGE_SOP, "rc_robot_fault", 2, home=fc_home)
+    assert summary and f"{len(found)} discrepancies" in summary, summary
+    reg = Registry(TRIAGE_SOP / "tools")
+    assert f"shadow: {summary}" in promote_preview(reg, "rc_robot_fault", 2, summary)
+    assert shadow_summary(TRIAGE_SOP, "rc_robot_fault", 1, home=fc_home) is None
     log = tmp_path / "tl" / "invocations.sqlite"
     mon = _cli(fc_home, "monitor", "--log", str(log), "--reference", "60", "--json")
     assert mon.returncode == 0, mon.stderr
