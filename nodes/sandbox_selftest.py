@@ -138,6 +138,8 @@ class _Host:
         self.canary.write_text(self.canary_text)
         self.canary.chmod(0o666)
         self.watched = [self.dir, PROJECT_ROOT, Path(tempfile.gettempdir())]
+        # children the host had before the selftest (a test runner's servers) are not leftovers
+        self.children_before = set(_children(os.getpid()))
         self._env_before = os.environ.get(SECRET_ENV)
         os.environ[SECRET_ENV] = self.secret  # in the host's /proc/<pid>/environ from now on
         # Text only the host can see: a leak of any of it through output or tool arguments
@@ -177,7 +179,7 @@ class _Host:
                 return f"file planted in {d}"
         if left := sandbox_pids(USED_UIDS):
             return f"{len(left)} sandbox process(es) left running"
-        if kids := _children(os.getpid()):
+        if kids := set(_children(os.getpid())) - self.children_before:
             return f"{len(kids)} process(es) left under the host"
         return None
 

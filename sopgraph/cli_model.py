@@ -155,12 +155,22 @@ def add_commands(sub: Any) -> None:
     )
     t.add_argument("--alarms", type=positive_int, default=12, help="sample size (default 12)")
     t.add_argument("--split", choices=["train", "eval", "all"], default="eval", help="default eval")
-    t.add_argument("--arch", choices=["subagent", "codeact"], default="codeact")
+    t.add_argument(
+        "--arch",
+        choices=["subagent", "codeact"],
+        default="codeact",
+        help="how the model decides each node (default codeact)",
+    )
     t.add_argument("--json", action="store_true", help="print the figures as JSON")
     t.add_argument("--progress", help="append each finished alarm's figures to this JSONL file")
     t.set_defaults(fn=cmd_triage)
     r = ms.add_parser("router", help="branch-choice accuracy on the labeled dialogue turns")
-    r.add_argument("--router", choices=["function_calling", "dspy", "both"], default="both")
+    r.add_argument(
+        "--router",
+        choices=["function_calling", "dspy", "both"],
+        default="both",
+        help="which router to measure (default both)",
+    )
     j = ms.add_parser("judge", help="condition-judge accuracy on the labeled dialogues")
     v = ms.add_parser("verdict", help="verdict-extractor accuracy on labeled answers")
     v.add_argument("--split", choices=["train", "eval"], default="eval", help="default eval")
@@ -169,7 +179,12 @@ def add_commands(sub: Any) -> None:
         "optimize",
         help="optimize the verdict extractor on the train split; held-out accuracy before/after",
     )
-    o.add_argument("--optimizer", choices=["labeled", "bootstrap"], default="bootstrap")
+    o.add_argument(
+        "--optimizer",
+        choices=["labeled", "bootstrap"],
+        default="bootstrap",
+        help="DSPy optimizer: LabeledFewShot or BootstrapFewShot (default bootstrap)",
+    )
     o.add_argument("--demos", type=positive_int, default=4, help="few-shot demos (default 4)")
     o.add_argument("--out", help="where to save the program (default: the one loaded by default)")
     o.add_argument("--dry-run", action="store_true", help="measure, but save nothing")
