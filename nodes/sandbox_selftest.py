@@ -34,6 +34,8 @@ CORPUS_DIR = Path(__file__).parent / "sandbox_corpus"
 CANARY_TEXT = "sopgraph canary: must survive every sandboxed program\n"
 SELFTEST_LIMITS = SandboxLimits(cpu_seconds=1, wall_timeout_s=6, memory_mb=256, disk_mb=48)
 HOST_MEMORY_LIMIT_MB = 300  # the host process's resident memory, whatever the guests do
+# A host that was already large when the selftest began (a test runner) may grow this much.
+HOST_MEMORY_GROWTH_MB = 250
 WALL_GRACE_S = 2.0  # how far past its wall limit a run may end (process teardown)
 SECRET_ENV = "SOPGRAPH_SELFTEST_SECRET"
 
@@ -234,6 +236,8 @@ async def run_selftest(
     sem = asyncio.Semaphore(concurrency)
     tools = fake_tools()
     sampler = _MemorySampler()
+    limit_mb = max(HOST_MEMORY_LIMIT_MB, sampler.peak + HOST_MEMORY_GROWTH_MB)
+    maxrss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     sampling = asyncio.create_task(sampler.run())
 
     async def one(prog: CorpusProgram) -> ProgramOutcome:
@@ -244,7 +248,7 @@ async def run_selftest(
         issue = host.leak(res)
         if wall > limits.wall_timeout_s + WALL_GRACE_S:
             issue = issue or f"ran {wall:.1f} s, past its {limits.wall_timeout_s:g} s wall limit"
-        if sampler.peak > HOST_MEMORY_LIMIT_MB:
+        if sampler.peak > limit_mb:
             issue = issue or f"host memory reached {sampler.peak:.0f} MB"
         outcome = ProgramOutcome(
             name=prog.name, attack=prog.attack, contained=_judge(prog, res) and issue is None,
@@ -266,9 +270,11 @@ async def run_selftest(
     finally:
         sampling.cancel()
         host.remove()
-    peak = max(sampler.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    if peak > HOST_MEMORY_LIMIT_MB:
-        batch_issue = batch_issue or f"host peak memory {peak:.0f} MB over {HOST_MEMORY_LIMIT_MB}"
+    # the kernel's lifetime peak counts only if it rose during the selftest
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = max(sampler.peak, maxrss if maxrss > maxrss_before else 0.0)
+    if peak > limit_mb:
+        batch_issue = batch_issue or f"host peak memory {peak:.0f} MB over {limit_mb:.0f}"
     return SelftestReport(
         outcomes=list(outcomes), duration_s=round(time.monotonic() - start, 2),
         host_peak_mb=round(peak, 1), host_issue=batch_issue,
