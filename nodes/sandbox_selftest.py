@@ -65,6 +65,7 @@ class SelftestReport(BaseModel):
     outcomes: list[ProgramOutcome]
     duration_s: float
     host_peak_mb: float = 0.0  # resident memory of the host process, sampled
+    host_limit_mb: float = HOST_MEMORY_LIMIT_MB  # the limit this run was held to
     host_issue: str | None = None
 
     @property
@@ -277,7 +278,7 @@ async def run_selftest(
         batch_issue = batch_issue or f"host peak memory {peak:.0f} MB over {limit_mb:.0f}"
     return SelftestReport(
         outcomes=list(outcomes), duration_s=round(time.monotonic() - start, 2),
-        host_peak_mb=round(peak, 1), host_issue=batch_issue,
+        host_peak_mb=round(peak, 1), host_limit_mb=round(limit_mb, 1), host_issue=batch_issue,
     )  # fmt: skip
 
 
@@ -307,7 +308,7 @@ def main() -> int:
     if report.host_issue:
         print(f"host check failed: {report.host_issue}")
     print(
-        f"host peak memory {report.host_peak_mb:.0f} MB (limit {HOST_MEMORY_LIMIT_MB} MB, "
+        f"host peak memory {report.host_peak_mb:.0f} MB (limit {report.host_limit_mb:.0f} MB, "
         "resident, sampled every 20 ms and getrusage)"
     )
     print(f"contained {report.contained}/{report.total} in {report.duration_s:.1f} s")

@@ -24,7 +24,10 @@ async def test_corpus_is_contained():
     assert escaped == []
     assert report.host_issue is None
     assert report.total == len(load_corpus()) >= 68
-    assert 0 < report.host_peak_mb < HOST_MEMORY_LIMIT_MB
+    # standalone the limit is HOST_MEMORY_LIMIT_MB; inside a big host (this test runner) it is
+    # where the host began plus HOST_MEMORY_GROWTH_MB
+    assert HOST_MEMORY_LIMIT_MB <= report.host_limit_mb
+    assert 0 < report.host_peak_mb < report.host_limit_mb
 
 
 def test_corpus_has_attacks_and_benign_programs():
