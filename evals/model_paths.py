@@ -4,7 +4,8 @@ The cases in ``evals/model_cases/`` were written before any model run. Router ca
 dialogue turns at a node of ``examples/internet_support`` whose branches are natural-language
 conditions; a choice is right when the branches chosen are exactly the labeled ones (none, for
 a turn where no condition holds). Judge cases are (condition, dialogue, holds); verdict cases
-are (check, free-text answer without a ``VERDICT:`` line, value) with a train/held-out split.
+are (check, free-text answer without a ``VERDICT:`` line, value); both have a train/held-out
+split (``split``: ``train`` or ``eval``) for the optimizer.
 """
 
 from __future__ import annotations
@@ -81,9 +82,26 @@ async def eval_router(router: Any, cases: list[dict[str, Any]] | None = None) ->
     return await _score(cases, one)
 
 
-async def eval_judge(judge: ConditionJudge, cases: list[dict[str, Any]] | None = None) -> dict:
-    """Accuracy of the condition judge on labeled (condition, dialogue, holds) cases."""
-    cases = cases if cases is not None else load_cases("judge")
+def split_cases(name: str, split: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """The first ``limit`` cases of one split (``train`` or ``eval``) of ``judge`` or ``verdict``."""
+    return [c for c in load_cases(name) if c["split"] == split][:limit]
+
+
+def judge_examples(split: str) -> list[dspy.Example]:
+    """The judge cases of one split as DSPy examples (inputs: condition, context)."""
+    return [
+        dspy.Example(
+            condition=c["condition"], context=render_context(c["input"]), holds=c["holds"]
+        ).with_inputs("condition", "context")
+        for c in split_cases("judge", split)
+    ]
+
+
+async def eval_judge(
+    judge: ConditionJudge, split: str = "eval", limit: int | None = None
+) -> dict[str, Any]:
+    """Accuracy of the condition judge on (the first ``limit``) labeled cases of one split."""
+    cases = split_cases("judge", split, limit)
 
     async def one(case: dict[str, Any]) -> tuple[bool, str]:
         try:
@@ -101,8 +119,7 @@ def verdict_examples(split: str) -> list[dspy.Example]:
         dspy.Example(question=c["question"], answer=c["answer"], value=c["value"]).with_inputs(
             "question", "answer"
         )
-        for c in load_cases("verdict")
-        if c["split"] == split
+        for c in split_cases("verdict", split)
     ]
 
 
@@ -110,7 +127,7 @@ async def eval_verdict(
     extractor: VerdictExtractor, split: str = "eval", limit: int | None = None
 ) -> dict[str, Any]:
     """Accuracy of the verdict extractor on (the first ``limit`` cases of) one split."""
-    cases = [c for c in load_cases("verdict") if c["split"] == split][:limit]
+    cases = split_cases("verdict", split, limit)
 
     async def one(case: dict[str, Any]) -> tuple[bool, str]:
         try:

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -18,6 +19,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from sopgraph.nodes.envelope import role_lm
 from sopgraph.prompts.adapter import dspy_context
+from sopgraph.prompts.optimize import Optimizer, compile_program
 from sopgraph.prompts.routing import JudgeCondition
 
 
@@ -37,17 +39,28 @@ def lm_usage(pred: dspy.Prediction) -> tuple[int, int]:
     return n_in, n_out
 
 
+OPTIMIZED_JUDGE = Path(__file__).parent / "optimized" / "condition_judge.json"
+"""The judge optimized on the labeled train dialogues (``sopgraph model optimize --module judge``)."""
+
+
 class ConditionJudge(dspy.Module):
     """Judges one condition against a context.
 
     Args:
         lm: the DSPy LM; default ``dspy.settings.lm``.
+        program: a saved, optimized program to load (its few-shot demos); ``"default"`` loads
+            ``OPTIMIZED_JUDGE`` when it exists, None starts zero-shot.
     """
 
-    def __init__(self, lm: dspy.BaseLM | None = None):
+    def __init__(
+        self, lm: dspy.BaseLM | None = None, program: str | Path | None = "default"
+    ) -> None:
         super().__init__()
         self.lm = role_lm(lm, "judge")
         self.decide = dspy.Predict(JudgeCondition)
+        path = OPTIMIZED_JUDGE if program == "default" else program
+        if path is not None and Path(path).is_file():
+            self.load(str(path))
 
     @property
     def available(self) -> bool:
@@ -100,3 +113,17 @@ class _unparsable:
 def judge_match(example: dspy.Example, pred: dspy.Prediction, trace: Any = None) -> bool:
     """The optimization metric: the judged ``holds`` equals the label."""
     return bool(pred.holds) == bool(example.holds)
+
+
+def compile_judge(
+    trainset: list[dspy.Example],
+    *,
+    lm: dspy.BaseLM | None = None,
+    optimizer: Optimizer = "bootstrap",
+    demos: int = 4,
+) -> ConditionJudge:
+    """A judge optimized on labeled (condition, context, holds) examples (see ``compile_program``)."""
+    return compile_program(
+        ConditionJudge(lm=lm, program=None), trainset, judge_match,
+        inputs=("condition", "context"), lm=lm, optimizer=optimizer, demos=demos,
+    )  # fmt: skip

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from dspy.utils.exceptions import AdapterParseError
 from sopgraph.graphs.model import Verdict
 from sopgraph.nodes.envelope import role_lm
 from sopgraph.prompts.adapter import dspy_context
+from sopgraph.prompts.optimize import Optimizer, compile_program
 from sopgraph.prompts.signatures import ExtractVerdict
 
 _VERDICT = re.compile(r"\bVERDICT\s*[:=]\s*[*`\"']*\s*(true|false|no[ _-]?data)\b", re.I)
@@ -180,27 +181,15 @@ def compile_extractor(
     trainset: list[dspy.Example],
     *,
     lm: dspy.BaseLM | None = None,
-    optimizer: str = "bootstrap",
+    optimizer: Optimizer = "bootstrap",
     demos: int = 4,
 ) -> VerdictExtractor:
-    """An extractor optimized on labeled examples, from a zero-shot start.
+    """An extractor optimized on labeled examples, from a zero-shot start (see ``compile_program``).
 
-    ``optimizer``: ``bootstrap`` (``BootstrapFewShot``: up to ``demos`` train examples the
-    model itself answered right, with every output field) or ``labeled``
-    (``LabeledFewShot``: ``demos`` labeled examples, value only, no LM call). Each example has ``question``, ``answer`` (inputs) and ``value`` (plus optionally
+    Each example has ``question``, ``answer`` (inputs) and ``value`` (plus optionally
     ``observed``, ``threshold``, ``explanation``). Save it with ``extractor.save(path)``.
     """
-    examples = [
-        ex if getattr(ex, "_input_keys", None) else ex.with_inputs("question", "answer")
-        for ex in trainset
-    ]
-    if optimizer == "labeled":
-        teleprompter: Any = dspy.LabeledFewShot(k=demos)
-    else:  # up to ``demos`` examples the model itself answered right, with all their fields
-        teleprompter = dspy.BootstrapFewShot(
-            metric=verdict_match, max_bootstrapped_demos=demos, max_labeled_demos=demos
-        )
-    with dspy.context(lm=lm) if lm is not None else nullcontext():
-        compiled = teleprompter.compile(VerdictExtractor(lm=lm, program=None), trainset=examples)
-    compiled.lm = lm  # the optimizer deep-copies the student: keep the caller's LM, not a copy
-    return compiled
+    return compile_program(
+        VerdictExtractor(lm=lm, program=None), trainset, verdict_match,
+        inputs=("question", "answer"), lm=lm, optimizer=optimizer, demos=demos,
+    )  # fmt: skip

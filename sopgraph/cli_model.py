@@ -87,14 +87,14 @@ def cmd_router(args: argparse.Namespace) -> int:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from sopgraph.evals.model_paths import eval_judge, load_cases
+    from sopgraph.evals.model_paths import eval_judge
     from sopgraph.prompts.judge import ConditionJudge
 
     models = _paths_models()
-    result = asyncio.run(
-        eval_judge(ConditionJudge(lm=models.lm), load_cases("judge")[: args.limit])
-    )
-    _print({"judge": _strip(result, args.verbose)}, args.json)
+    judge = ConditionJudge(lm=models.lm, program=None if args.zero_shot else "default")
+    result = asyncio.run(eval_judge(judge, args.split, args.limit))
+    label = "judge_zero_shot" if args.zero_shot else "judge"
+    _print({label: _strip(result, args.verbose), "split": args.split}, args.json)
     return 0
 
 
@@ -110,19 +110,30 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_optimize(args: argparse.Namespace) -> int:
-    from sopgraph.evals.model_paths import eval_verdict, verdict_examples
+def _optimizable(module: str) -> tuple[Any, Any, Any, Path, Any]:
+    """For one optimizable module: (zero-shot factory, compile, evaluate, default path, train)."""
+    from sopgraph.evals import model_paths as mp
+
+    if module == "judge":
+        from sopgraph.prompts.judge import OPTIMIZED_JUDGE, ConditionJudge, compile_judge
+
+        return (ConditionJudge, compile_judge, mp.eval_judge, OPTIMIZED_JUDGE,
+                mp.judge_examples("train"))  # fmt: skip
     from sopgraph.prompts.verdict import OPTIMIZED_EXTRACTOR, VerdictExtractor, compile_extractor
 
+    return (VerdictExtractor, compile_extractor, mp.eval_verdict, OPTIMIZED_EXTRACTOR,
+            mp.verdict_examples("train"))  # fmt: skip
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    zero_shot, compile_module, evaluate, default_path, train = _optimizable(args.module)
     models = _paths_models()
-    before = asyncio.run(
-        eval_verdict(VerdictExtractor(lm=models.lm, program=None), "eval", args.limit)
-    )
+    before = asyncio.run(evaluate(zero_shot(lm=models.lm, program=None), "eval", args.limit))
     with contextlib.redirect_stdout(sys.stderr):  # DSPy's optimizers print their progress
-        compiled = compile_extractor(verdict_examples("train"), lm=models.lm,
-                                     optimizer=args.optimizer, demos=args.demos)  # fmt: skip
-    after = asyncio.run(eval_verdict(compiled, "eval", args.limit))
-    out = Path(args.out) if args.out else OPTIMIZED_EXTRACTOR
+        compiled = compile_module(train, lm=models.lm, optimizer=args.optimizer,
+                                  demos=args.demos)  # fmt: skip
+    after = asyncio.run(evaluate(compiled, "eval", args.limit))
+    out = Path(args.out) if args.out else default_path
     # the saved program is loaded by default: keep it only when it is better on held-out cases
     keep = after["accuracy"] > before["accuracy"] and not args.dry_run
     if keep:
@@ -130,10 +141,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         compiled.save(str(out))
     _print(
         {
-            "module": "verdict_extractor",
+            "module": {"judge": "condition_judge"}.get(args.module, "verdict_extractor"),
             "optimizer": args.optimizer,
             "demos": args.demos,
-            "train": len(verdict_examples("train")),
+            "train": len(train),
             "held_out_before": _strip(before, args.verbose),
             "held_out_after": _strip(after, args.verbose),
             "saved": str(out) if keep else None,
@@ -173,11 +184,19 @@ def add_commands(sub: Any) -> None:
     )
     j = ms.add_parser("judge", help="condition-judge accuracy on the labeled dialogues")
     v = ms.add_parser("verdict", help="verdict-extractor accuracy on labeled answers")
-    v.add_argument("--split", choices=["train", "eval"], default="eval", help="default eval")
-    v.add_argument("--zero-shot", action="store_true", help="without the optimized program")
+    for p in (j, v):
+        p.add_argument("--split", choices=["train", "eval"], default="eval", help="default eval")
+        p.add_argument("--zero-shot", action="store_true", help="without the optimized program")
     o = ms.add_parser(
         "optimize",
-        help="optimize the verdict extractor on the train split; held-out accuracy before/after",
+        help="optimize the verdict extractor or the judge on the train split; held-out "
+        "accuracy before/after",
+    )
+    o.add_argument(
+        "--module",
+        choices=["verdict", "judge"],
+        default="verdict",
+        help="which DSPy module (default verdict: the verdict extractor)",
     )
     o.add_argument(
         "--optimizer",

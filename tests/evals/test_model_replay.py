@@ -52,11 +52,12 @@ def _answers(result: dict) -> list:
 
 
 def test_judge_replays(tmp_path):
+    """``judge.json`` was recorded zero-shot, before the judge had an optimized program."""
     live = _live("judge")
-    out = _replay("judge", "judge", "--verbose", "--limit", str(live["judge"]["n"]))
+    out = _replay("judge", "judge", "--zero-shot", "--verbose", "--limit", str(live["judge"]["n"]))
     _check_replayed(out)
-    assert out["judge"]["accuracy"] == live["judge"]["accuracy"]
-    assert _answers(out["judge"]) == _answers(live["judge"])
+    assert out["judge_zero_shot"]["accuracy"] == live["judge"]["accuracy"]
+    assert _answers(out["judge_zero_shot"]) == _answers(live["judge"])
 
 
 def test_routers_replay(tmp_path):
@@ -69,10 +70,11 @@ def test_routers_replay(tmp_path):
         assert _answers(out[name]) == _answers(live[name])
 
 
-@pytest.mark.parametrize("name", ["optimize", "optimize_labeled"])
+@pytest.mark.parametrize("name", ["optimize", "optimize_labeled", "optimize_judge"])
 def test_optimizer_before_and_after_replay(name):
     live = _live(name)
-    args = ["--optimizer", live["optimizer"], "--demos", str(live["demos"])]
+    module = {"condition_judge": "judge"}.get(live["module"], "verdict")
+    args = ["--module", module, "--optimizer", live["optimizer"], "--demos", str(live["demos"])]
     n = str(live["held_out_before"]["n"])
     out = _replay(name, "optimize", *args, "--verbose", "--dry-run", "--limit", n)
     _check_replayed(out)
