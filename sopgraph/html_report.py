@@ -18,6 +18,7 @@ from typing import Any
 
 from sopgraph.graphs.drawing import to_dot, to_mermaid
 from sopgraph.graphs.model import Sop
+from sopgraph.graphs.units import UNITS, threshold_unit, with_unit
 from sopgraph.report import status_of
 
 _STYLE = """
@@ -41,10 +42,6 @@ details.raw pre{font-size:.8em;margin:.2em 0;white-space:pre-wrap;max-width:40em
 body:has(.only:target) :is(h1,table.summary,table.overview,section.alarm:not(:has(.only:target))){display:none}
 body:has(.only:target) section.alarm{border:none;margin:0;padding:0}
 """
-
-
-# Words after a parameter in an SOP text that name its unit (a count's noun is left out).
-_UNITS = {"seconds", "minutes", "min", "hours", "h", "days", "kPa", "UPH", "ms", "points"}
 
 
 def _svg(sop: Sop, path: list[str], verdicts: dict[str, Any], params: dict[str, Any]) -> str:
@@ -72,17 +69,32 @@ def threshold_with_unit(sop: Sop, node_id: str, threshold: Any, params: dict[str
     ``{idle_pct_threshold}%`` and the site's value is 30; the bare value otherwise."""
     if threshold is None or isinstance(threshold, dict | list):
         return "" if threshold is None else json.dumps(threshold)
-    node = sop.nodes.get(node_id)
-    values = {**sop.params, **params}
-    for name in re.findall(r"\{(\w+)\}", node.text if node else ""):
-        if name in values and values[name] == threshold:
-            unit = re.search(r"\{" + name + r"\}\s?(%|[A-Za-z]+)?", node.text)
-            word = unit.group(1) if unit else None
-            if word == "%":
-                return f"{threshold}%"
-            if word in _UNITS:
-                return f"{threshold} {word}"
-    return str(threshold)
+    return with_unit(threshold, threshold_unit(sop, node_id, threshold, params))
+
+
+def observed_with_unit(observed: Any, unit: str | None) -> str:
+    """What the tool observed, its measurements in the threshold's unit: ``67.27%``, or
+    ``quadrant NE, fill 85.2%`` for a dict (keys that name the unit are shown by the unit)."""
+    if observed is None:
+        return ""
+    if not isinstance(observed, dict):
+        if isinstance(observed, list):
+            return ", ".join(map(str, observed)) or "none"
+        return with_unit(observed, unit)
+    words = UNITS.get(unit or "", frozenset())
+    parts = []
+    for key, value in observed.items():
+        tokens = key.split("_")
+        shown = unit if words & set(tokens) else None
+        label = " ".join(t for t in tokens if t not in words or shown is None) or key
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k} {with_unit(v, shown)}" for k, v in value.items())
+            parts.append(f"{label}: {inner}")
+        elif isinstance(value, list):
+            parts.append(f"{label}: {', '.join(map(str, value)) or 'none'}")
+        else:
+            parts.append(f"{label} {with_unit(value, shown)}")
+    return "; ".join(parts)
 
 
 def _chips(items: list[str], cls: str) -> str:
@@ -153,16 +165,18 @@ def _verdict_rows(sop: Sop, result: Any, params: dict[str, Any]) -> str:
         via = s.get("executor") or s.get("approval") or ""
         if s.get("tool_version"):
             via += f" v{s['tool_version']}"
+        unit = threshold_unit(sop, s["node"], s.get("threshold"), params)
         rows.append(
             f"<tr><td><code>{html.escape(s['node'])}</code><br><small>{html.escape(s.get('kind', ''))}"
             f"</small></td><td>{html.escape(rule)}</td>"
             f"<td class='v-{html.escape(value)}'>{html.escape(value or str(s.get('status', '')))}</td>"
             f"<td class=num>{html.escape(threshold_with_unit(sop, s['node'], s.get('threshold'), params))}</td>"
+            f"<td class=obs>{_text(observed_with_unit(s.get('observed'), unit), 160)}</td>"
             f"<td>{_text(said)}{raw_html}</td><td>{html.escape(via)}</td></tr>"
         )
     return (
         "<table><tr><th>node</th><th>what the SOP checks (site parameters)</th><th>verdict</th>"
-        "<th>threshold</th><th>observed, in the SOP's units</th><th>decided by</th></tr>"
+        "<th>threshold</th><th>observed</th><th>the tool's account</th><th>decided by</th></tr>"
         + "".join(rows)
         + "</table>"
     )

@@ -15,19 +15,27 @@ from sop_factory import make_sop
 
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.runner import Session
-from sopgraph.html_report import render_report, threshold_with_unit, write_report
+from sopgraph.html_report import (
+    observed_with_unit,
+    render_report,
+    threshold_with_unit,
+    write_report,
+)
 from sopgraph.tools.params import ParamStore
 
 SHOOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.py"
 SOP = {
     "id": "dock",
     "title": "Dock triage",
-    "params": {"idle_pct_threshold": 25, "age_max_days": 3},
+    "params": {"idle_pct_threshold": 25, "age_max_days": 3, "spread_min": 25},
     "entry": {"station_idle": ["obs_idle"]},
     "nodes": {
         "obs_idle": {"kind": "observation",
                      "text": "The station was idle more than {idle_pct_threshold}% of the time.",
-                     "next": {"true": ["rc_fault", "rc_old_part"], "false": ["act_close"]}},
+                     "next": {"true": ["rc_fault", "rc_old_part"], "false": ["act_close"],
+                              "no_data": ["obs_spread"]}},
+        "obs_spread": {"kind": "observation", "next": {"true": ["act_close"]},
+                       "text": "At least {spread_min} stations were idle over {idle_pct_threshold}%."},
         "rc_fault": {"kind": "root_cause", "text": "The robot is in fault.",
                      "next": {"true": ["act_ticket"], "false": ["far_away"]}},
         "rc_old_part": {"kind": "root_cause", "text": "The part is older than {age_max_days} days.",
@@ -41,10 +49,11 @@ SOP = {
 }  # fmt: skip
 TOOLS = {
     "obs_idle": "t = ctx.params['idle_pct_threshold']\n"
-    "return Verdict(value=True, observed=0.45, threshold=t,"
+    "return Verdict(value=True, observed=45.0, threshold=t,"
     " explanation=f'idle 45.0% of the time (above {t}%)')",
     "rc_fault": "return Verdict(value=True, observed={'state': 'fault'}, threshold='fault')",
-    "rc_old_part": "return Verdict(value=False, observed=1.5, threshold=ctx.params['age_max_days'])",
+    "rc_old_part": "return Verdict(value=False, observed={'part': 'P1', 'age_days': 1.5},"
+    " threshold=ctx.params['age_max_days'])",
 }
 
 
@@ -75,6 +84,8 @@ async def test_report_shows_outcome_site_parameters_and_units(report_inputs):
     # the node text and the threshold use the site's value, in the SOP text's unit
     assert "more than 30% of the time" in page and "more than 25%" not in page
     assert ">30%</td>" in page and ">3 days</td>" in page
+    # observed in the threshold's unit, beside it: a percent, and an age in days
+    assert "<td class=obs>45%</td>" in page and "<td class=obs>part P1; age 1.5 days</td>" in page
     assert "idle 45.0% of the time (above 30%)" in page  # the tool's words, in the SOP's unit
     if shutil.which("dot"):
         drawing = page.split("<div class=drawing>")[1].split("</div>")[0]
@@ -90,6 +101,21 @@ def test_threshold_unit_comes_from_the_sop_text(report_inputs):
     assert threshold_with_unit(sop, "rc_old_part", 3, params) == "3 days"
     assert threshold_with_unit(sop, "rc_fault", "fault", params) == "fault"
     assert threshold_with_unit(sop, "obs_idle", None, params) == ""
+    # 25 stations or 25%? With the defaults both parameters are 25: no unit beats a wrong one
+    assert threshold_with_unit(sop, "obs_spread", 25, {}) == "25"
+    assert threshold_with_unit(sop, "obs_spread", 30, params) == "30%"
+
+
+def test_observed_is_shown_in_the_threshold_unit():
+    assert observed_with_unit(67.2667, "%") == "67.27%"
+    assert (
+        observed_with_unit({"quadrant": "NE", "fill_pct": 85.2}, "%") == "quadrant NE; fill 85.2%"
+    )
+    assert observed_with_unit({"fill_pct": {"NW": 31.5, "SE": 90}, "high": ["SE"]}, "%") == (
+        "fill: NW 31.5%, SE 90%; high: SE"
+    )
+    assert observed_with_unit({"robot": "R1", "age_days": None}, "days") == "robot R1; age none"
+    assert observed_with_unit({"jams": 11}, None) == "jams 11"
 
 
 def _ink(png: Path) -> float:

@@ -1,0 +1,51 @@
+"""ct_lens_cleaned_recently: was the station's camera lens cleaned within lens_clean_hours hours?
+
+Ops store conventions: times are UTC text 'YYYY-MM-DD HH:MM:SS'; `maintenance_log` rows
+(component 'camera_lens', action 'cleaned') carry the robot's `stations.robot_id`; only
+work done at or before the alarm counts; no cleaning on record means not recently.
+
+v3: `observed` gives the age in hours, the SOP text's unit (v2 gave seconds); the verdict
+is decided exactly as in v2.
+"""
+
+from datetime import UTC, datetime
+
+from sopgraph.graphs.model import Verdict
+from sopgraph.tools.kit import sql as kit_sql
+
+
+async def run(site: str, timestamp: str, ctx) -> Verdict:
+    hours = ctx.params["lens_clean_hours"]
+    t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
+    at = t.strftime("%Y-%m-%d %H:%M:%S")
+    sql = """
+        SELECT s.robot_id, MAX(m.performed_at)
+        FROM stations s
+        LEFT JOIN maintenance_log m
+          ON m.site = s.site AND m.equipment_id = s.robot_id
+         AND m.component = 'camera_lens' AND m.action = 'cleaned' AND m.performed_at <= ?
+        WHERE s.site = ? AND s.station = ?
+        GROUP BY s.robot_id"""
+    rows = await kit_sql(ctx, "ops", sql, at, site, ctx.input.get("station"))
+    if not rows:
+        return Verdict(
+            value="no_data",
+            observed=None,
+            threshold=hours,
+            explanation="The alarmed station is not in the ops store.",
+        )
+    robot, last = rows[0]
+    if last is None:
+        return Verdict(
+            value="false",
+            observed={"robot": robot, "age_hours": None},
+            threshold=hours,
+            explanation=f"No lens cleaning on record for robot {robot}.",
+        )
+    age_s = (t - datetime.fromisoformat(last).replace(tzinfo=UTC)).total_seconds()
+    return Verdict(
+        value="true" if age_s <= hours * 3600 else "false",
+        observed={"robot": robot, "age_hours": round(age_s / 3600, 4)},
+        threshold=hours,
+        explanation=f"Robot {robot}'s camera lens was cleaned {age_s / 3600:.1f} hours ago.",
+    )
