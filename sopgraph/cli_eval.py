@@ -81,6 +81,10 @@ def cmd_eval_triage(args: argparse.Namespace) -> int:
         raise UserError(
             f"--sop {args.sop}: no sop.yaml there; give a copy of the triage SOP folder"
         )
+    if args.arch != "direct":  # a model: one alarm at a time on a sample covering every type
+        from sopgraph.cli_model import cmd_triage
+
+        return cmd_triage(args)
     scenarios = _scenarios(_world(), args.split, args.alarms)
     with _bar(not args.json or sys.stderr.isatty()) as bar:
         task = bar.add_task(f"triage ({args.arch})", total=len(scenarios))
@@ -230,7 +234,11 @@ def add_commands(sub: Any) -> None:
     )
     et = ev.add_parser("triage", help="end-to-end alarm triage accuracy")
     et.add_argument(
-        "--alarms", type=positive_int, help="first N scenarios (default all of the split)"
+        "--alarms",
+        type=positive_int,
+        help="first N scenarios (default all of the split); with a model arch (subagent, "
+        "codeact), N alarms covering every alarm type, run one at a time beside the all-false "
+        "baseline and the compiled tools (as `sopgraph model triage`)",
     )
     et.add_argument(
         "--split",
@@ -246,6 +254,9 @@ def add_commands(sub: Any) -> None:
     )
     et.add_argument("--json", action="store_true", help="print the summary as JSON")
     et.add_argument("--sop", help="a copy of the triage SOP folder (e.g. with a promoted tool)")
+    et.add_argument(
+        "--progress", help="with a model arch: append each finished alarm's figures to this JSONL"
+    )
     et.set_defaults(fn=cmd_eval_triage)
     eto = ev.add_parser("tools", help="per-node pass rate of the active tools (pass@1)")
     eto.add_argument(

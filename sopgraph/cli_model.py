@@ -50,9 +50,11 @@ def cmd_triage(args: argparse.Namespace) -> int:
     from sopgraph.evals.model_triage import covering_sample, run_model_triage
 
     models = _models(args.arch)
-    sample = covering_sample(_scenarios(_world(), args.split, None), args.alarms)
+    pool = _scenarios(_world(), args.split, None)
+    sample = covering_sample(pool, args.alarms or len(pool))
     progress = Path(args.progress) if args.progress else None
-    summary = run_model_triage(TRIAGE_SOP, sample, arch=args.arch, model=models.chat,
+    sop = Path(args.sop) if getattr(args, "sop", None) else TRIAGE_SOP
+    summary = run_model_triage(sop, sample, arch=args.arch, model=models.chat,
                                lm=models.lm, progress=progress)  # fmt: skip
     _print(summary, args.json)
     return 0

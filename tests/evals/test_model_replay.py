@@ -21,14 +21,14 @@ RESULTS = ROOT / "evals" / "model_results"
 CASSETTES = ROOT / "tests" / "cassettes"
 
 
-def _replay(name: str, *args: str, home: Path | None = None) -> dict:
+def _replay(name: str, *args: str, home: Path | None = None, command: str = "model") -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
     env.update(SOPGRAPH_MODEL="local", SOPGRAPH_CASSETTE=str(CASSETTES / f"{name}.jsonl"),
                SOPGRAPH_CASSETTE_MODE="replay")  # fmt: skip
     if home is not None:
         env["SOPGRAPH_HOME"] = str(home)
     proc = subprocess.run(
-        [sys.executable, "-m", "sopgraph", "model", *args, "--json"],
+        [sys.executable, "-m", "sopgraph", command, *args, "--json"],
         env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -83,10 +83,14 @@ def test_optimizer_before_and_after_replay(name):
         assert _answers(out[key]) == _answers(live[key])
 
 
-def test_codeact_triage_replays(fc_home):  # noqa: F811
-    """The live run finished only its first alarms (the file says how many); they replay alike."""
+@pytest.mark.parametrize(
+    "command", [("model", "triage"), ("eval", "triage", "--arch", "codeact")], ids=" ".join
+)
+def test_codeact_triage_replays(fc_home, command):  # noqa: F811
+    """The live run (``model triage``; ``eval triage --arch codeact`` is the same run) replays alike."""
     live = _live("triage_codeact")
-    out = _replay("triage_codeact", "triage", "--alarms", str(live["n"]), home=fc_home)
+    cmd, *args = command
+    out = _replay("triage_codeact", *args, "--alarms", str(live["n"]), home=fc_home, command=cmd)
     _check_replayed(out)
     assert out["sample"] == live["sample"]
     for key in ("accuracy", "unresolved_alarms", "llm_tokens_per_alarm"):
