@@ -9,7 +9,7 @@ event loop less. Same tables and format: either saver reads what the other wrote
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, closing
 from typing import Any
 
@@ -26,7 +26,13 @@ BUSY_TIMEOUT_S = 30.0  # workers sharing the file wait for each other's commits
 
 
 class LoopSqliteSaver(SqliteSaver):
-    """``SqliteSaver`` whose async methods run the sync ones inline."""
+    """``SqliteSaver`` whose async methods run the sync ones inline.
+
+    ``before_write`` (if set) is called before each write: a runner flushes the invocation
+    rows it holds there, so a node's row is on disk before its checkpointed result.
+    """
+
+    before_write: Callable[[], None] | None = None
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)
@@ -49,6 +55,8 @@ class LoopSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if self.before_write is not None:
+            self.before_write()
         return self.put(config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
@@ -58,6 +66,8 @@ class LoopSqliteSaver(SqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if self.before_write is not None:
+            self.before_write()
         self.put_writes(config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
