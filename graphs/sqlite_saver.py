@@ -22,6 +22,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from sopgraph.graphs.sqlite_wal import WalCheckpoints
+
 BUSY_TIMEOUT_S = 30.0  # workers sharing the file wait for each other's commits
 
 
@@ -33,6 +35,7 @@ class LoopSqliteSaver(SqliteSaver):
     """
 
     before_write: Callable[[], None] | None = None
+    wal: WalCheckpoints | None = None  # set by open_sqlite_saver
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)
@@ -57,7 +60,10 @@ class LoopSqliteSaver(SqliteSaver):
     ) -> RunnableConfig:
         if self.before_write is not None:
             self.before_write()
-        return self.put(config, checkpoint, metadata, new_versions)
+        saved = self.put(config, checkpoint, metadata, new_versions)
+        if self.wal is not None:
+            self.wal.committed()
+        return saved
 
     async def aput_writes(
         self,
@@ -69,6 +75,8 @@ class LoopSqliteSaver(SqliteSaver):
         if self.before_write is not None:
             self.before_write()
         self.put_writes(config, writes, task_id, task_path)
+        if self.wal is not None:
+            self.wal.committed()
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.delete_thread(thread_id)
@@ -86,6 +94,8 @@ async def open_sqlite_saver(path: str) -> AsyncIterator[LoopSqliteSaver]:
     loss; with the default FULL every checkpoint write waits for the disk."""
     with _connect(path) as conn:
         saver = LoopSqliteSaver(conn)
+        saver.wal = WalCheckpoints.for_file(path)
+        saver.wal.adopt(conn)  # checkpoints run in a thread, not in a step's commit
         saver.setup()
         yield saver
 

@@ -27,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sopgraph.graphs.sqlite_wal import WalCheckpoints
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS invocations (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -88,6 +90,7 @@ class InvocationLog:
         self._local = threading.local()
         self._all: list[tuple[int, sqlite3.Connection]] = []
         self._lock = threading.Lock()
+        self._wal = WalCheckpoints.for_file(str(self.path))  # no commit waits for a checkpoint
         self._deferred = False
         self._pending: list[tuple[Any, ...]] = []
 
@@ -107,6 +110,7 @@ class InvocationLog:
             with self._conn() as conn:  # BEGIN ... COMMIT (or ROLLBACK on an error)
                 conn.execute("BEGIN")
                 conn.executemany(_INSERT, rows)
+            self._wal.committed()
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -120,6 +124,7 @@ class InvocationLog:
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        self._wal.adopt(conn)
         conn.executescript(_SCHEMA)
         self._local.conn, self._local.pid = conn, os.getpid()
         with self._lock:
@@ -160,6 +165,7 @@ class InvocationLog:
             self._pending.append(row)
         else:
             self._conn().execute(_INSERT, row)
+            self._wal.committed()
 
     def query(
         self, run_id: str | None = None, node: str | None = None, limit: int | None = None
