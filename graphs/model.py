@@ -191,10 +191,14 @@ class Sop(BaseModel):
 
     def render_text(self, node: Node, params: dict[str, Any] | None = None) -> str:
         """The node text with ``{param}`` placeholders filled from ``params`` or defaults."""
-        values = {**self.params, **(params or {})}
         text = node.text
+        if "{" not in text:
+            return text
+        values = {**self.params, **(params or {})}
         for name, value in values.items():
-            text = text.replace("{" + name + "}", str(value))
+            key = "{" + name + "}"
+            if key in text:  # the same replacements, without formatting absent values
+                text = text.replace(key, str(value))
         return text
 
 

@@ -171,6 +171,7 @@ class Session:
 
     async def __aenter__(self) -> Session:
         saver = await self._stack.enter_async_context(open_checkpointer(self.checkpoint))
+        self._hold_log_rows(saver)
         self.graph = compile_sop(self.sop, self.services, checkpointer=saver)
         if self.pool is not None and self.pool.servers:
             await self.pool.start()
@@ -179,6 +180,24 @@ class Session:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()
+
+    def _hold_log_rows(self, saver: Any) -> None:
+        """Write the invocation rows once per run (one commit) instead of once per call.
+
+        In memory nothing outlives the process, so rows wait for the run's end; a SQLite
+        checkpoint first writes the rows held so far, so a run killed and resumed finds the
+        row of every node it does not repeat. Other stores (Postgres) keep one commit a call.
+        """
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from sopgraph.graphs.sqlite_saver import LoopSqliteSaver
+
+        if isinstance(saver, LoopSqliteSaver):
+            saver.before_write = self.log.flush
+        elif not isinstance(saver, InMemorySaver):
+            return
+        self.log.defer()
+        self._stack.callback(self.log.flush)
 
     def _config(
         self, thread_id: str, approval: str | None = None, approver: str | None = None
@@ -284,7 +303,10 @@ class Session:
             traceparent = current_traceparent()
             if traceparent:
                 config = {**config, "metadata": {"traceparent": traceparent}}
-            final = await self._drive(payload, config, on_step)
+            try:
+                final = await self._drive(payload, config, on_step)
+            finally:
+                self.log.flush()  # the rows this run's calls left held (see _hold_log_rows)
             result = await self.result(thread_id, resumed=invocation == "continue", final=final)
             record_run(span, result.status, result.input, result.path)
         return result

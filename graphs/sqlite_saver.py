@@ -9,7 +9,7 @@ event loop less. Same tables and format: either saver reads what the other wrote
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, closing
 from typing import Any
 
@@ -22,11 +22,20 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from sopgraph.graphs.sqlite_wal import WalCheckpoints
+
 BUSY_TIMEOUT_S = 30.0  # workers sharing the file wait for each other's commits
 
 
 class LoopSqliteSaver(SqliteSaver):
-    """``SqliteSaver`` whose async methods run the sync ones inline."""
+    """``SqliteSaver`` whose async methods run the sync ones inline.
+
+    ``before_write`` (if set) is called before each write: a runner flushes the invocation
+    rows it holds there, so a node's row is on disk before its checkpointed result.
+    """
+
+    before_write: Callable[[], None] | None = None
+    wal: WalCheckpoints | None = None  # set by open_sqlite_saver
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)
@@ -49,7 +58,12 @@ class LoopSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self.put(config, checkpoint, metadata, new_versions)
+        if self.before_write is not None:
+            self.before_write()
+        saved = self.put(config, checkpoint, metadata, new_versions)
+        if self.wal is not None:
+            self.wal.committed()
+        return saved
 
     async def aput_writes(
         self,
@@ -58,7 +72,11 @@ class LoopSqliteSaver(SqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if self.before_write is not None:
+            self.before_write()
         self.put_writes(config, writes, task_id, task_path)
+        if self.wal is not None:
+            self.wal.committed()
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.delete_thread(thread_id)
@@ -76,6 +94,8 @@ async def open_sqlite_saver(path: str) -> AsyncIterator[LoopSqliteSaver]:
     loss; with the default FULL every checkpoint write waits for the disk."""
     with _connect(path) as conn:
         saver = LoopSqliteSaver(conn)
+        saver.wal = WalCheckpoints.for_file(path)
+        saver.wal.adopt(conn)  # checkpoints run in a thread, not in a step's commit
         saver.setup()
         yield saver
 

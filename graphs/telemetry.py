@@ -10,8 +10,9 @@ through the traceparent kept in the checkpoint) and links to it; all share
 ``gen_ai.conversation.id`` (the thread id). Spans also carry OpenInference's span kind, and the
 roots its ``input.value``/``output.value``, which trace UIs such as Arize Phoenix show.
 
-Tracing is off until ``setup_tracing`` runs; until then every helper returns a non-recording
-span without touching the context, so an untraced run pays a function call per span.
+Tracing is off until ``setup_tracing`` runs; until then every helper returns one shared
+context that yields a non-recording span and touches nothing, so an untraced run pays a
+function call per span (no generator, no attributes).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TextIO
 
 from opentelemetry import propagate, trace
@@ -35,6 +36,7 @@ TRACE_MODES: tuple[str, ...] = ("console", "otlp")
 _MAX_ATTR = 2000  # observed values can be whole query results; keep spans small
 
 _NOOP_TRACER = trace.NoOpTracer()
+_NO_SPAN: AbstractContextManager[Span] = nullcontext(trace.INVALID_SPAN)  # reusable, reentrant
 _provider: TracerProvider | None = None
 _tracer: trace.Tracer | None = None
 
@@ -149,23 +151,33 @@ def _error(span: Span, exc: BaseException) -> None:
     span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:500]))
 
 
-@contextmanager
 def _span(
     name: str,
     kind: SpanKind,
     attrs: dict[str, Any],
     links: Sequence[Link] = (),
     parent: Context | None = None,
-):
+) -> AbstractContextManager[Span]:
     """Start ``name`` as the current span; an exception marks it as an error and propagates.
 
     LangGraph's interrupts are exceptions (``GraphBubbleUp``) that are not failures: the span
     ends with ``sopgraph.interrupted`` instead of an error status.
     """
     if _tracer is None:
-        yield trace.INVALID_SPAN
-        return
-    with _tracer.start_as_current_span(
+        return _NO_SPAN
+    return _live_span(_tracer, name, kind, attrs, links, parent)
+
+
+@contextmanager
+def _live_span(
+    tracer_: trace.Tracer,
+    name: str,
+    kind: SpanKind,
+    attrs: dict[str, Any],
+    links: Sequence[Link],
+    parent: Context | None,
+):
+    with tracer_.start_as_current_span(
         name,
         context=parent,
         kind=kind,
@@ -250,6 +262,8 @@ def current_traceparent() -> str | None:
 
 def node_span(node_id: str, kind: str) -> Any:
     """The span of one SOP node, renamed ``execute_tool <tool>`` when a compiled tool decides it."""
+    if _tracer is None:
+        return _NO_SPAN
     prefix = "sopgraph.action" if kind == "action" else "sopgraph.node"
     return _span(
         f"{prefix} {node_id}",
@@ -315,6 +329,8 @@ def record_action(span: Span, tool_name: str, record: dict[str, Any], outcome: A
 
 def mcp_span(server: str, tool: str, transport: str = "pipe") -> Any:
     """A client-side MCP ``tools/call`` (``transport``: ``pipe`` for stdio, ``tcp`` for HTTP)."""
+    if _tracer is None:
+        return _NO_SPAN
     return _span(
         f"tools/call {tool}",
         SpanKind.CLIENT,

@@ -2,7 +2,10 @@
 
 One row per call: run id, node, tool, version, executor, inputs, output, latency, error and
 a UTC timestamp. Each ``record`` is its own short transaction on a WAL database, so several
-asyncio tasks, threads and processes can log to one file at once.
+asyncio tasks, threads and processes can log to one file at once; a log that ``defer()``
+holds its rows until ``flush()`` and writes them in one transaction (a runner flushes at the
+end of each run, and before each durable checkpoint write, so that no checkpointed node ever
+lacks its row).
 
 Example:
     >>> log = InvocationLog(Path(".sopgraph/invocations.db"))
@@ -24,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sopgraph.graphs.sqlite_wal import WalCheckpoints
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS invocations (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -42,6 +47,10 @@ CREATE TABLE IF NOT EXISTS invocations (
 CREATE INDEX IF NOT EXISTS invocations_run_id ON invocations (run_id);
 CREATE INDEX IF NOT EXISTS invocations_node ON invocations (node, id);
 """
+_INSERT = (
+    "INSERT INTO invocations (ts, run_id, node, tool, version, executor, inputs,"
+    " output, latency_ms, error, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _COLUMNS = (
     "id",
     "ts",
@@ -81,6 +90,27 @@ class InvocationLog:
         self._local = threading.local()
         self._all: list[tuple[int, sqlite3.Connection]] = []
         self._lock = threading.Lock()
+        self._wal = WalCheckpoints.for_file(str(self.path))  # no commit waits for a checkpoint
+        self._deferred = False
+        self._pending: list[tuple[Any, ...]] = []
+
+    def defer(self) -> None:
+        """Hold the rows ``record`` is given until ``flush``: one commit for many calls (a commit
+        costs more than the insert). The holder must flush: at a run's end, before a checkpoint."""
+        self._deferred = True
+
+    def flush(self) -> None:
+        """Write the held rows (this process's) in one transaction."""
+        if not self._pending:
+            return
+        rows, self._pending = self._pending, []  # one swap: concurrent records go to the next
+        pid = os.getpid()
+        rows = [r for r in rows if r[-1] == pid]  # a forked child drops its parent's rows
+        if rows:
+            with self._conn() as conn:  # BEGIN ... COMMIT (or ROLLBACK on an error)
+                conn.execute("BEGIN")
+                conn.executemany(_INSERT, rows)
+            self._wal.committed()
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -94,6 +124,7 @@ class InvocationLog:
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        self._wal.adopt(conn)
         conn.executescript(_SCHEMA)
         self._local.conn, self._local.pid = conn, os.getpid()
         with self._lock:
@@ -117,31 +148,33 @@ class InvocationLog:
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
         ts = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-        self._conn().execute(
-            "INSERT INTO invocations (ts, run_id, node, tool, version, executor, inputs,"
-            " output, latency_ms, error, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                ts,
-                run_id,
-                node,
-                tool,
-                version,
-                executor,
-                json.dumps(inputs, default=_to_json, sort_keys=True),
-                None if output is None else json.dumps(output, default=_to_json, sort_keys=True),
-                float(latency_ms),
-                error,
-                os.getpid(),
-            ),
+        row = (
+            ts,
+            run_id,
+            node,
+            tool,
+            version,
+            executor,
+            json.dumps(inputs, default=_to_json, sort_keys=True),
+            None if output is None else json.dumps(output, default=_to_json, sort_keys=True),
+            float(latency_ms),
+            error,
+            os.getpid(),
         )
+        if self._deferred:
+            self._pending.append(row)
+        else:
+            self._conn().execute(_INSERT, row)
+            self._wal.committed()
 
     def query(
         self, run_id: str | None = None, node: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        """Logged calls, oldest first, filtered by run and/or node.
+        """Logged calls, oldest first, filtered by run and/or node (held rows written first).
 
         With ``limit``, the latest ``limit`` matching calls (still oldest first).
         """
+        self.flush()
         where, args = [], []
         if run_id is not None:
             where.append("run_id = ?")
@@ -166,7 +199,9 @@ class InvocationLog:
         return out
 
     def close(self) -> None:
-        """Close every connection this object opened; a later call reopens one."""
+        """Write the held rows, close every connection this object opened; a later call
+        reopens one."""
+        self.flush()
         with self._lock:
             conns, self._all = self._all, []
         for pid, conn in conns:

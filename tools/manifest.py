@@ -89,6 +89,7 @@ class ManifestFile:
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._file = str(self.path)
         self._lock = threading.RLock()
         self._cached: Manifest | None = None
         self._stamp: tuple[int, int, int] | None = None
@@ -100,7 +101,7 @@ class ManifestFile:
         """
         with self._lock:
             try:
-                st = self.path.stat()
+                st = os.stat(self._file)  # a str: Path.stat costs as much again
             except FileNotFoundError:
                 self._cached, self._stamp = None, None
                 return Manifest()

@@ -40,6 +40,7 @@ class ParamStore:
         self.params_dir = self.sop_dir / "params"
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+        self._files: dict[str, str] = {}
 
     def sites(self) -> list[str]:
         """Sites that have a parameter file, sorted."""
@@ -74,16 +75,18 @@ class ParamStore:
         values = dict(self.sop.params)
         if site is None:
             return values
-        path = self.path_of(site)
+        file = self._files.get(site)
+        if file is None:  # checked once per site; a str stats faster than a Path
+            file = self._files[site] = str(self.path_of(site))
         try:
-            st = path.stat()
+            st = os.stat(file)
         except FileNotFoundError:
             return values
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         with self._lock:
             cached = self._cache.get(site)
             if cached is None or cached[0] != stamp:
-                cached = (stamp, self._read(path))
+                cached = (stamp, self._read(Path(file)))
                 self._cache[site] = cached
         values.update(cached[1])
         return values

@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import importlib.util
 import inspect
+import os
 import re
 import sys
 import threading
@@ -123,6 +124,10 @@ class Registry:
         self._lock = threading.RLock()
         self._file = ManifestFile(self.manifest_path)
         self._loaded: dict[tuple[str, int, str], LoadedTool] = {}
+        # node -> (the manifest object it was resolved from, the tool): ManifestFile hands out
+        # the same object until the file changes, so one stat decides that nothing changed
+        self._active: dict[str, tuple[Manifest, LoadedTool]] = {}
+        self._files: dict[tuple[str, int], str] = {}
 
     # -- reading -------------------------------------------------------------------------
 
@@ -138,7 +143,11 @@ class Registry:
             ToolLoadError: the file does not define ``async def run`` or fails to import.
         """
         with self._lock:
-            entry = self._read().tools.get(node_id)
+            manifest = self._read()
+            hit = self._active.get(node_id)
+            if hit is not None and hit[0] is manifest:
+                return hit[1]
+            entry = manifest.tools.get(node_id)
             if entry is None:
                 raise ToolMissing(f"no tool for node '{node_id}' in {self.manifest_path}")
             if entry.active is None:
@@ -153,25 +162,25 @@ class Registry:
                     f"{self.manifest_path}; promote a registered version"
                 )
             key = (node_id, entry.active, info.sha256)
-            cached = self._loaded.get(key)
-            if cached is not None:
-                return cached
-            path = self.path_of(node_id, entry.active)
-            source = self._verified_source(path, info.sha256)
-            fn = self._load_run(node_id, entry.active, info.sha256, path, source)
-            tool = LoadedTool(node_id, entry.active, info.sha256, info.author, path, fn)
-            self._loaded[key] = tool
+            tool = self._loaded.get(key)
+            if tool is None:
+                path = self.path_of(node_id, entry.active)
+                source = self._verified_source(path, info.sha256)
+                fn = self._load_run(node_id, entry.active, info.sha256, path, source)
+                tool = LoadedTool(node_id, entry.active, info.sha256, info.author, path, fn)
+                self._loaded[key] = tool
+            self._active[node_id] = (manifest, tool)
             return tool
 
     def has(self, node_id: str) -> bool:
         """Whether the node has an active version whose file exists (integrity not checked)."""
         entry = self._read().tools.get(node_id)
-        return (
-            entry is not None
-            and entry.active is not None
-            and str(entry.active) in entry.versions
-            and self.path_of(node_id, entry.active).is_file()
-        )
+        if entry is None or entry.active is None or str(entry.active) not in entry.versions:
+            return False
+        file = self._files.get((node_id, entry.active))
+        if file is None:
+            file = self._files[(node_id, entry.active)] = str(self.path_of(node_id, entry.active))
+        return os.path.isfile(file)
 
     def list(self) -> list[ToolEntry]:
         """Every node in the manifest, by node id."""

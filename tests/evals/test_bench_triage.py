@@ -31,6 +31,9 @@ async def test_figures_side_by_side(scenarios):
     assert set(cpu["servers"]) == {"robotics", "conveyance", "ops"}
     assert cpu["main"] > 0 and math.isclose(cpu["total"], cpu["main"] + cpu["servers_total"])
     assert out["overhead_ratio_cpu"] > 0
+    assert out["overhead_ratio_paired"] > 0 and out["overhead_ratio_mean"] > 0
+    assert 1 <= out["nodes_per_alarm"]["p50"] <= out["nodes_per_alarm"]["p99"]
+    assert out["ms_per_node"]["p99_over_p50"] >= 1 and out["lower_bound_p99_over_p50"] >= 1
     assert out["durable"]["alarms_per_s"] > 0 and out["durable"]["vs_memory"] > 0
     assert set(out["mcp_client"]) == {"lean", "sdk"}
     assert set(out["workers_alarms_per_s"]) == {"1"}

@@ -442,3 +442,18 @@ async def test_finished_thread_is_reported_not_rerun_and_cannot_be_resumed(tmp_p
             await s.resume("t9", "approve")
     assert not first.stored and again.stored
     assert again.path == first.path and len(again.actions) == len(first.actions)
+
+
+@pytest.mark.parametrize("checkpoint", ["memory", "sqlite"])
+async def test_every_call_is_logged_when_the_run_returns(tmp_path, checkpoint):
+    """Rows are held and written once per run (memory) or before each checkpoint write
+    (SQLite); either way a reader in another connection sees them all once ``run`` returns."""
+    from sopgraph.tools.invocation_log import InvocationLog
+
+    root = make_sop(tmp_path / "sop", PARALLEL, {n: "return Verdict(value=True)" for n in
+                                                 ("root", "slow_a", "slow_b")})  # fmt: skip
+    store = "memory" if checkpoint == "memory" else str(tmp_path / "ck.sqlite")
+    async with Session(root, mcp=False, checkpoint=store, log_path=tmp_path / "log.sqlite") as s:
+        result = await s.run({"type": "alarm"})
+        rows = InvocationLog(tmp_path / "log.sqlite").query(run_id=result.thread_id)
+    assert sorted(r["node"] for r in rows) == ["root", "slow_a", "slow_b"]

@@ -191,3 +191,27 @@ def test_record_is_fast(tmp_path):
     # Tens of calls per alarm against a 50 ms p50 budget: a record must stay well under 1 ms.
     assert per_call_ms < 2.0, per_call_ms
     log.close()
+
+
+def test_deferred_rows_wait_for_flush_and_land_in_order(tmp_path):
+    log = InvocationLog(tmp_path / "log.db")
+    log.defer()
+    for node in ("a", "b", "c"):
+        log.record(
+            run_id="r", node=node, tool=node, version=1, inputs={}, output=None, latency_ms=1,
+            error=None,
+        )  # fmt: skip
+    other = InvocationLog(tmp_path / "log.db")
+    assert other.query(run_id="r") == []  # held: nothing written yet
+    log.flush()
+    assert [r["node"] for r in other.query(run_id="r")] == ["a", "b", "c"]
+    log.record(
+        run_id="r", node="d", tool="d", version=1, inputs={}, output=None, latency_ms=1, error=None
+    )
+    assert [r["node"] for r in log.query(run_id="r")] == ["a", "b", "c", "d"]  # query flushes
+    log.record(
+        run_id="r", node="e", tool="e", version=1, inputs={}, output=None, latency_ms=1, error=None
+    )
+    log.close()  # close flushes too
+    assert len(other.query(run_id="r")) == 5
+    other.close()
