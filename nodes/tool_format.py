@@ -316,7 +316,9 @@ def _json_schema_request(body: dict[str, Any]) -> dict[str, Any]:
             "type": "object",
             "properties": {
                 "tool": {"const": t["name"]},
-                "arguments": t.get("parameters") or {"type": "object", "properties": {}},
+                "arguments": grammar_safe(
+                    t.get("parameters") or {"type": "object", "properties": {}}
+                ),
             },
             "required": ["tool", "arguments"],
         }
@@ -327,3 +329,28 @@ def _json_schema_request(body: dict[str, Any]) -> dict[str, Any]:
     )
     body["response_format"] = {"type": "json_object", "schema": {"anyOf": choices}}
     return body
+
+
+MAX_GRAMMAR_REPEAT = 64
+"""Length bounds above this are dropped from a schema before llama.cpp makes it a grammar."""
+
+
+def grammar_safe(schema: Any) -> Any:
+    """``schema`` without the length bounds that llama.cpp's grammar cannot take.
+
+    llama-cpp-python spells ``maxLength: 2000`` out as 2,000 nested optional characters, and
+    llama.cpp's grammar parser recurses through them until the server segfaults (an SOP-Bench
+    tool spec has one). Bounds above ``MAX_GRAMMAR_REPEAT`` are left to the tool to check.
+    """
+    if isinstance(schema, list):
+        return [grammar_safe(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in ("maxLength", "maxItems", "minLength", "minItems") and (
+            isinstance(value, int) and value > MAX_GRAMMAR_REPEAT
+        ):
+            continue
+        out[key] = value if key in ("const", "enum", "default") else grammar_safe(value)
+    return out
