@@ -336,11 +336,15 @@ MAX_GRAMMAR_REPEAT = 64
 
 
 def grammar_safe(schema: Any) -> Any:
-    """``schema`` without the length bounds that llama.cpp's grammar cannot take.
+    """``schema`` without what llama-cpp-python cannot turn into a grammar llama.cpp accepts.
 
-    llama-cpp-python spells ``maxLength: 2000`` out as 2,000 nested optional characters, and
-    llama.cpp's grammar parser recurses through them until the server segfaults (an SOP-Bench
-    tool spec has one). Bounds above ``MAX_GRAMMAR_REPEAT`` are left to the tool to check.
+    - ``maxLength: 2000`` is spelt out as 2,000 nested optional characters: bounds above
+      ``MAX_GRAMMAR_REPEAT`` are dropped.
+    - ``pattern``: its regex converter wrote ``^P_\\d{5}$`` as a quoted literal with a ``\\d``
+      escape, which llama.cpp rejects; the server then sampled with no grammar and segfaulted
+      (SOP-Bench's dangerous_goods specs). Patterns are dropped.
+
+    The tool still checks what is dropped.
     """
     if isinstance(schema, list):
         return [grammar_safe(s) for s in schema]
@@ -351,6 +355,8 @@ def grammar_safe(schema: Any) -> Any:
         if key in ("maxLength", "maxItems", "minLength", "minItems") and (
             isinstance(value, int) and value > MAX_GRAMMAR_REPEAT
         ):
+            continue
+        if key == "pattern":  # `^P_\d{5}$` came out as the literal "P_\dP_\d…": rejected
             continue
         out[key] = value if key in ("const", "enum", "default") else grammar_safe(value)
     return out
