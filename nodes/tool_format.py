@@ -342,7 +342,8 @@ def grammar_safe(schema: Any) -> Any:
       ``MAX_GRAMMAR_REPEAT`` are dropped.
     - ``pattern``: its regex converter wrote ``^P_\\d{5}$`` as a quoted literal with a ``\\d``
       escape, which llama.cpp rejects; the server then sampled with no grammar and segfaulted
-      (SOP-Bench's dangerous_goods specs). Patterns are dropped.
+      (SOP-Bench's dangerous_goods specs). ``\\d`` becomes ``[0-9]``; a pattern with any other
+      escape is dropped.
 
     The tool still checks what is dropped.
     """
@@ -352,11 +353,18 @@ def grammar_safe(schema: Any) -> Any:
         return schema
     out = {}
     for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {
+                name: grammar_safe(sub) for name, sub in value.items()
+            }  # names, not keywords
+            continue
         if key in ("maxLength", "maxItems", "minLength", "minItems") and (
             isinstance(value, int) and value > MAX_GRAMMAR_REPEAT
         ):
             continue
-        if key == "pattern":  # `^P_\d{5}$` came out as the literal "P_\dP_\d…": rejected
-            continue
+        if key == "pattern" and isinstance(value, str):
+            value = value.replace("\\d", "[0-9]")
+            if "\\" in value:  # another escape: its converter may write it into a literal
+                continue
         out[key] = value if key in ("const", "enum", "default") else grammar_safe(value)
     return out

@@ -214,17 +214,24 @@ def test_the_adapter_leaves_chatml_function_calling_alone():
     assert not adapter.applies("/chat/completions", {"messages": [], "tools": [WEATHER]})
 
 
-def test_long_length_bounds_and_patterns_are_dropped_before_they_become_a_grammar():
+def test_schemas_are_made_safe_for_llama_cpp_grammars():
     text = {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": "^P_\\d{5}$"}
-    params = {
-        "type": "object",
-        "properties": {"note": text, "code": {"type": "string", "maxLength": 8}},
-    }
+    code = {"type": "string", "maxLength": 8, "pattern": "^\\w+$"}
+    params = {"type": "object", "properties": {"note": text, "code": code, "pattern": code}}
     tool = {"type": "function", "function": {"name": "f", "parameters": params}}
     body = ToolCallAdapter("json-schema").request({"messages": [], "tools": [tool]})
     arguments = body["response_format"]["schema"]["anyOf"][0]["properties"]["arguments"]
-    assert arguments["properties"]["note"] == {"type": "string", "minLength": 1}
-    assert arguments["properties"]["code"]["maxLength"] == 8
+    assert arguments["properties"]["note"] == {
+        "type": "string",
+        "minLength": 1,
+        "pattern": "^P_[0-9]{5}$",
+    }
+    assert arguments["properties"]["code"] == {
+        "type": "string",
+        "maxLength": 8,
+    }  # \\w: dropped, not guessed
+    assert arguments["properties"]["pattern"] == arguments["properties"]["code"]  # a name
     grammar = pytest.importorskip("llama_cpp.llama_grammar")
     # spelt out, maxLength 2000 was 2,000 nested rules, and the pattern an escape llama.cpp rejects
-    assert grammar.json_schema_to_gbnf(json.dumps(arguments)).count("(") < 20
+    gbnf = grammar.json_schema_to_gbnf(json.dumps(arguments))
+    assert gbnf.count("(") < 60 and "\\d" not in gbnf
