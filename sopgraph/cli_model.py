@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgraph.cli_eval import TRIAGE_SOP, positive_int
+from sopgraph.nodes.tool_format import TOOL_FORMATS
 
 
 def _source() -> dict[str, Any]:
@@ -156,6 +157,47 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_toolcall_formats(args: argparse.Namespace) -> int:
+    from sopgraph.evals import toolcall_formats as tf
+    from sopgraph.nodes.models import chat_model
+    from sopgraph.nodes.settings import Settings
+
+    settings = Settings(local_tool_format=args.format)
+    if settings.provider != "local":
+        from sopgraph.cli import UserError
+
+        raise UserError("this command compares the local model's formats: SOPGRAPH_MODEL=local")
+
+    def make_chat(callbacks: list[Any]) -> Any:
+        return chat_model(settings, callbacks=callbacks)
+
+    figures: dict[str, Any] = {"format": args.format}
+    if args.part == "router":
+        figures["router"] = asyncio.run(tf.measure_router(make_chat, args.limit))
+    else:
+        from sopgraph.evals.sopbench.domain import DomainError, load_domain, resolve_domain
+
+        try:
+            domain = load_domain(resolve_domain(args.domain, args.data))
+        except DomainError as exc:
+            from sopgraph.cli import UserError
+
+            raise UserError(str(exc)) from None
+        as_text = args.format == "chatml-function-calling"  # that format drops tool turns
+        figures["sopbench"] = asyncio.run(
+            tf.measure_sopbench(make_chat, domain, args.tasks, args.seed, args.turns, as_text)
+        )
+    if args.out:
+        out = Path(args.out)
+        stored = json.loads(out.read_text()) if out.exists() else {}
+        stored.setdefault(args.format, {}).update(
+            {k: v for k, v in figures.items() if k != "format"}
+        )
+        out.write_text(json.dumps(stored, indent=2) + "\n")
+    _print(figures, args.json)
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     """Register ``model`` and its subcommands on the top-level subparsers."""
     m = sub.add_parser("model", help="the local model: install it, measure its LLM paths")
@@ -209,6 +251,24 @@ def add_commands(sub: Any) -> None:
     o.add_argument("--demos", type=positive_int, default=4, help="few-shot demos (default 4)")
     o.add_argument("--out", help="where to save the program (default: the one loaded by default)")
     o.add_argument("--dry-run", action="store_true", help="measure, but save nothing")
+    f = ms.add_parser(
+        "toolcall-formats",
+        help="one tool-call format of the local model on the router cases or a few SOP-Bench "
+        "tasks: valid calls, empty replies, accuracy, seconds",
+    )
+    f.add_argument("--format", choices=TOOL_FORMATS, required=True, help="the format to measure")
+    f.add_argument(
+        "--part", choices=["router", "sopbench"], default="router", help="default router"
+    )
+    f.add_argument("--limit", type=positive_int, help="router: only the first N labeled cases")
+    f.add_argument("--domain", default="traffic_spoofing_detection", help="sopbench: the domain")
+    f.add_argument("--data", help="sopbench: folder of domains (default $SOPBENCH_DATA)")
+    f.add_argument("--tasks", type=positive_int, default=3, help="sopbench: tasks (default 3)")
+    f.add_argument("--seed", type=int, default=0, help="sopbench: sample seed (default 0)")
+    f.add_argument("--turns", type=positive_int, default=4, help="sopbench: model calls a task")
+    f.add_argument("--out", help="merge the figures into this JSON file, under the format")
+    f.add_argument("--json", action="store_true", help="print the figures as JSON")
+    f.set_defaults(fn=cmd_toolcall_formats)
     for p, fn in ((r, cmd_router), (j, cmd_judge), (v, cmd_verdict), (o, cmd_optimize)):
         p.add_argument("--limit", type=positive_int, help="only the first N labeled cases")
         p.add_argument("--json", action="store_true", help="print the figures as JSON")

@@ -110,7 +110,12 @@ def _run_dir(root: Path, domain: Domain, args: argparse.Namespace) -> Path:
 def _model_label() -> str:
     from sopgraph.nodes.settings import Settings
 
-    label = Settings().model or ""
+    settings = Settings()
+    label = settings.model or ""
+    if settings.provider == "local":
+        from sopgraph.nodes.local_llm import tool_format
+
+        label += f" ({tool_format(settings)})"
     mode = os.environ.get("SOPGRAPH_CASSETTE_MODE")
     if mode and os.environ.get("SOPGRAPH_CASSETTE"):
         label += f" (cassette {mode})"
@@ -142,11 +147,15 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         from sopgraph.nodes.models import chat_model
 
         cls = FunctionCallingAgent if args.agent == "fc" else ReActAgent
+        from sopgraph.nodes.local_llm import tool_format
         from sopgraph.nodes.settings import Settings
 
-        # the local model's chat format drops tool turns (see agents.tool_results_as_text)
-        local = Settings().provider == "local"
-        agent = cls(domain, chat_model(), extra, tool_results_in_user_turns=local)
+        # chatml-function-calling drops tool turns (see agents.tool_results_as_text)
+        settings = Settings()
+        as_text = (
+            settings.provider == "local" and tool_format(settings) == "chatml-function-calling"
+        )
+        agent = cls(domain, chat_model(), extra, tool_results_in_user_turns=as_text)
         model = _model_label()
     spec = RunSpec(
         domain=domain.name,

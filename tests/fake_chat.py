@@ -2,6 +2,8 @@
 
 - ``ScriptedChatModel``: replies from a list or a ``responder(messages)``; records prompts.
 - ``ScriptedAgentModel``: a deterministic, rule-based agent that plays CodeAct and tool calling.
+- ``FakeChatServer``: an OpenAI-compatible HTTP endpoint whose replies a function writes, for
+  what sits at the HTTP layer (the model front, cassettes, tool-call parsing).
 
 Neither is a provider: what a real model does is measured live and replayed from cassettes
 (``tests/cassettes/``). ``bind_tools`` returns a copy and leaves the model itself unchanged.
@@ -12,7 +14,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -347,3 +351,43 @@ def scripted_dspy_lm() -> Any:
     answer = {"value": "no_data", "observed": "", "threshold": "",
               "explanation": "scripted model: no reading without a VERDICT line"}  # fmt: skip
     return DummyLM({"": answer})
+
+
+class FakeChatServer:
+    """Answers each chat completion with ``reply(body, n)`` as the assistant's text.
+
+    ``requests`` keeps every body received; ``close()`` stops it (a replay must not need it).
+    """
+
+    def __init__(self, reply: Callable[[dict[str, Any], int], str]) -> None:
+        self.requests: list[dict[str, Any]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(body)
+                text = reply(body, len(fake.requests))
+                data = json.dumps({
+                    "id": f"c{len(fake.requests)}", "object": "chat.completion", "created": 0,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+                }).encode()  # fmt: skip
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -98,3 +98,13 @@ def test_codeact_triage_replays(fc_home, command):  # noqa: F811
     got = [(a["alarm_id"], a["correct"], a["status"], a["tokens"]) for a in out["per_alarm"]]
     want = [(a["alarm_id"], a["correct"], a["status"], a["tokens"]) for a in live["per_alarm"]]
     assert got == want
+
+
+@pytest.mark.parametrize("fmt", ["chatml-function-calling", "hermes", "json-schema"])
+def test_toolcall_formats_on_the_router_cases_replay(fmt):
+    live = _live("toolcall_formats")[fmt]["router"]
+    name = f"toolcall_router_{fmt}"
+    out = _replay(name, "toolcall-formats", "--format", fmt, "--limit", str(live["cases"]))
+    _check_replayed(out)
+    for key in ("accuracy", "valid_calls", "text_replies", "empty_replies", "answers"):
+        assert out["router"][key] == live[key], key

@@ -7,14 +7,13 @@ LLM); LangChain's ChatOpenAI and DSPy (through LiteLLM) both talk to it through 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import dspy
 import openai
 import pytest
+from fake_chat import FakeChatServer
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
 from sopgraph.nodes import local_llm
@@ -23,47 +22,15 @@ from sopgraph.nodes.models import chat_model, dspy_lm
 from sopgraph.nodes.settings import Settings
 
 
-class Upstream:
-    """Answers every chat completion with ``reply <n>``; counts the requests it got."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        upstream = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                upstream.requests.append(body)
-                n = len(upstream.requests)
-                data = json.dumps({
-                    "id": f"c{n}", "object": "chat.completion", "created": 0,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": f"reply {n}"}}],
-                    "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
-                }).encode()  # fmt: skip
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-
 @pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    up = Upstream()
+def upstream() -> Iterator[FakeChatServer]:
+    """Answers every chat completion with ``reply <n>``; counts the requests it got."""
+    up = FakeChatServer(lambda body, n: f"reply {n}")
     yield up
-    up.server.shutdown()
+    up.close()
 
 
-def _settings(upstream: Upstream) -> Settings:
+def _settings(upstream: FakeChatServer) -> Settings:
     return Settings(model="openai:fake", base_url=upstream.base_url, api_key="k")
 
 
@@ -82,7 +49,7 @@ def test_record_then_replay_without_the_model(upstream, tmp_path, monkeypatch):
     ]
     assert lines[0]["request"]["path"] == "/chat/completions"
 
-    upstream.server.shutdown()  # replay must not need it
+    upstream.close()  # replay must not need it
     monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "replay")
     replay = chat_model(_settings(upstream), max_retries=0)
     assert replay.invoke("second").content == "reply 2"
@@ -105,7 +72,7 @@ def test_dspy_goes_through_the_same_cassette(upstream, tmp_path, monkeypatch):
     lm = dspy_lm(_settings(upstream), cache=False, num_retries=0)
     assert lm("Say hi.") == ["reply 1"]
     monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "replay")
-    upstream.server.shutdown()
+    upstream.close()
     again = dspy_lm(_settings(upstream), cache=False, num_retries=0)
     assert again("Say hi.") == ["reply 1"]
     with pytest.raises(Exception, match="no recorded response"):

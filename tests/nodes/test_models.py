@@ -2,6 +2,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
+from sopgraph.nodes import local_llm
 from sopgraph.nodes.models import ChatOpenAICompatible, chat_model, dspy_lm
 from sopgraph.nodes.settings import Settings, SettingsError
 
@@ -36,12 +37,16 @@ def test_local_with_a_running_server_url_starts_nothing():
     except SettingsError as exc:  # llama-cpp-python not installed here
         assert "make local-llm" in str(exc)
         return
-    assert (llm.model_name, llm.openai_api_base, llm.max_tokens) == (
-        "qwen2.5-coder-1.5b-instruct",
-        "http://127.0.0.1:9/v1",
-        512,
-    )
+    # the front parses the model's tool calls (``tool_format``); it starts no model
+    assert (llm.model_name, llm.max_tokens) == ("qwen2.5-coder-1.5b-instruct", 512)
+    front = next(f for f in local_llm.running_fronts() if f.base_url == llm.openai_api_base)
+    assert front.upstream_url() == "http://127.0.0.1:9/v1" and local_llm._servers == {}
+    assert front.adapter is not None and front.adapter.format == "json-schema"
     assert dspy_lm(settings).model == "openai/qwen2.5-coder-1.5b-instruct"
+    direct = Settings(
+        model="local", base_url="http://127.0.0.1:9/v1", local_tool_format="chatml-function-calling"
+    )
+    assert chat_model(direct).openai_api_base == "http://127.0.0.1:9/v1"
 
 
 def test_local_smollm2_by_name():

@@ -1,0 +1,49 @@
+"""The SOP-Bench baselines' live run on the test domain, replayed: same figures, no model started.
+
+``evals/model_results/sopbench_refund_check.json`` is what
+``sopgraph bench sopbench tests/data/sopbench/refund_check --agent A --tasks N --seed 0 --json``
+printed live against Qwen2.5-Coder-1.5B (json-schema tool calls); ``tests/cassettes/
+sopbench_refund_check_<A>.jsonl`` holds its exchanges. The domain is our own text, so both can
+be committed (SOP-Bench's own runs cannot).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "evals" / "model_results" / "sopbench_refund_check.json"
+REFUND = ROOT / "tests" / "data" / "sopbench" / "refund_check"
+FIGURES = ("n", "completed", "correct_strict", "correct_lenient", "tokens_per_task")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("agent", ["fc", "react"])
+def test_the_live_baseline_on_the_test_domain_replays(agent, tmp_path):
+    if not RESULTS.exists():
+        pytest.skip(f"{RESULTS.name} was not recorded live")
+    live = json.loads(RESULTS.read_text())[agent]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
+    cassette = ROOT / "tests" / "cassettes" / f"sopbench_refund_check_{agent}.jsonl"
+    env.update(SOPGRAPH_MODEL="local", SOPGRAPH_CASSETTE=str(cassette),
+               SOPGRAPH_CASSETTE_MODE="replay", SOPGRAPH_HOME=str(tmp_path))  # fmt: skip
+    n = str(live["summary"]["n"])
+    command = ["bench", "sopbench", str(REFUND), "--agent", agent, "--tasks", n, "--seed", "0"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "sopgraph", *command, "--json"],
+        env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "no recorded response" not in proc.stderr
+    (run,) = json.loads(proc.stdout)["runs"]
+    assert {k: run["summary"][k] for k in FIGURES} == {k: live["summary"][k] for k in FIGURES}
+    records = tmp_path / "sopbench" / "refund_check" / f"{agent}-n{n}-s0" / "records.jsonl"
+    answers = [json.loads(line)["answer"] for line in records.read_text().splitlines()]
+    assert answers == live["answers"]
