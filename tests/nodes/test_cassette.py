@@ -84,10 +84,11 @@ def test_replaying_the_local_model_starts_no_server(tmp_path, monkeypatch):
     tape = tmp_path / "local.jsonl"
     tape.write_text("")
     monkeypatch.setenv("SOPGRAPH_CASSETTE", str(tape))
+    servers_before = dict(local_llm._servers)  # earlier tests in this process may share some
     llm = chat_model(Settings(model="local"), max_retries=0)
     with pytest.raises(openai.BadRequestError, match="no recorded response"):
         llm.invoke("hello")
-    assert local_llm._servers == {}
+    assert local_llm._servers == servers_before
 
 
 def test_a_missing_cassette_or_a_bad_mode_is_one_clear_error(tmp_path):

@@ -32,6 +32,7 @@ def test_ollama_defaults_to_its_local_port():
 
 def test_local_with_a_running_server_url_starts_nothing():
     settings = Settings(model="local", base_url="http://127.0.0.1:9/v1")
+    servers_before = dict(local_llm._servers)  # earlier tests in this process may share some
     try:
         llm = chat_model(settings)
     except SettingsError as exc:  # llama-cpp-python not installed here
@@ -40,7 +41,8 @@ def test_local_with_a_running_server_url_starts_nothing():
     # the front parses the model's tool calls (``tool_format``); it starts no model
     assert (llm.model_name, llm.max_tokens) == ("qwen2.5-coder-1.5b-instruct", 512)
     front = next(f for f in local_llm.running_fronts() if f.base_url == llm.openai_api_base)
-    assert front.upstream_url() == "http://127.0.0.1:9/v1" and local_llm._servers == {}
+    assert front.upstream_url() == "http://127.0.0.1:9/v1"
+    assert local_llm._servers == servers_before
     assert front.adapter is not None and front.adapter.format == "json-schema"
     assert dspy_lm(settings).model == "openai/qwen2.5-coder-1.5b-instruct"
     direct = Settings(
