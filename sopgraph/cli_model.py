@@ -89,26 +89,13 @@ def cmd_router(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_judge(args: argparse.Namespace) -> int:
-    from sopgraph.evals.model_paths import eval_judge
-    from sopgraph.prompts.judge import ConditionJudge
-
+def cmd_measure(args: argparse.Namespace) -> int:
+    """``model judge`` / ``model verdict``: one DSPy module's accuracy on one labeled split."""
+    module_class, _, evaluate, _, _ = _optimizable(args.module)
     models = _paths_models()
-    judge = ConditionJudge(lm=models.lm, program=None if args.zero_shot else "default")
-    result = asyncio.run(eval_judge(judge, args.split, args.limit))
-    label = "judge_zero_shot" if args.zero_shot else "judge"
-    _print({label: _strip(result, args.verbose), "split": args.split}, args.json)
-    return 0
-
-
-def cmd_verdict(args: argparse.Namespace) -> int:
-    from sopgraph.evals.model_paths import eval_verdict
-    from sopgraph.prompts.verdict import VerdictExtractor
-
-    models = _paths_models()
-    extractor = VerdictExtractor(lm=models.lm, program=None if args.zero_shot else "default")
-    result = asyncio.run(eval_verdict(extractor, args.split, args.limit))
-    label = "verdict_zero_shot" if args.zero_shot else "verdict"
+    module = module_class(lm=models.lm, program=None if args.zero_shot else "default")
+    result = asyncio.run(evaluate(module, args.split, args.limit))
+    label = f"{args.module}_zero_shot" if args.zero_shot else args.module
     _print({label: _strip(result, args.verbose), "split": args.split}, args.json)
     return 0
 
@@ -228,7 +215,8 @@ def add_commands(sub: Any) -> None:
     )
     j = ms.add_parser("judge", help="condition-judge accuracy on the labeled dialogues")
     v = ms.add_parser("verdict", help="verdict-extractor accuracy on labeled answers")
-    for p in (j, v):
+    for p, module in ((j, "judge"), (v, "verdict")):
+        p.set_defaults(module=module)
         p.add_argument("--split", choices=["train", "eval"], default="eval", help="default eval")
         p.add_argument("--zero-shot", action="store_true", help="without the optimized program")
     o = ms.add_parser(
@@ -269,7 +257,7 @@ def add_commands(sub: Any) -> None:
     f.add_argument("--out", help="merge the figures into this JSON file, under the format")
     f.add_argument("--json", action="store_true", help="print the figures as JSON")
     f.set_defaults(fn=cmd_toolcall_formats)
-    for p, fn in ((r, cmd_router), (j, cmd_judge), (v, cmd_verdict), (o, cmd_optimize)):
+    for p, fn in ((r, cmd_router), (j, cmd_measure), (v, cmd_measure), (o, cmd_optimize)):
         p.add_argument("--limit", type=positive_int, help="only the first N labeled cases")
         p.add_argument("--json", action="store_true", help="print the figures as JSON")
         p.add_argument("--verbose", action="store_true", help="include every case's answer")
