@@ -17,7 +17,8 @@ from sopgraph.evals.toolmaker_eval import NODE_SET, node_cases
 from sopgraph.examples import EXAMPLES
 from sopgraph.tools.registry import Registry
 from sopgraph.tools.toolmaker.collector import balanced_sample
-from sopgraph.tools.toolmaker.context import render_traces
+from sopgraph.tools.toolmaker.context import render_evidence
+from sopgraph.tools.toolmaker.discovery import discover
 from sopgraph.tools.toolmaker.pipeline import make_tool
 from sopgraph.tools.toolmaker.record import Trace
 from sopgraph.tools.toolmaker.session import MakeSession
@@ -68,6 +69,10 @@ async def test_sop_d_r_traces_are_graded_and_reach_the_tool_maker(session):
     prompt = json.dumps(lm.history[0]["messages"])
     assert "sub-agent verdict: true; label: false -> WRONG" in prompt
     assert "warehouse.execute_query:fill_pct float n=4 nulls=0 range=[60.0, 99.0]" in prompt
+    # discovery: the server's own listing tool, and sample rows since it takes SQL
+    assert record.discovery.startswith("warehouse.list_tables(): readings")
+    assert "data catalog, read from the servers:\\nwarehouse.list_tables(): readings" in prompt
+    assert "    row: [" in record.discovery
     assert record.train_pass == 1.0 and record.stages["collect"] > 0
 
 
@@ -112,7 +117,9 @@ async def test_prompts_hold_no_labeler_conventions_own_tool_or_held_out_case(tri
         held_out = node_cases(fc_world.cases, node, "eval")
         # traces of training cases, as the collector leaves them
         traces = [Trace(case=c, verdict=c.expected, correct=True) for c in train[:3]]
-        inputs = deps.maker.inputs(deps.brief, render_traces(traces), "none")
+        found = await discover(deps.catalog, deps.brief.server_names)
+        assert found, node  # the schema is part of what the checks below look through
+        inputs = deps.maker.inputs(deps.brief, render_evidence(found, traces), "none")
         text = "\n".join(inputs.values())
         own = registry.resolve(node).path.read_text(encoding="utf-8")
         allowed = " ".join((inputs["contract"] + inputs["example"]).split())  # shared boilerplate
@@ -128,3 +135,14 @@ async def test_prompts_hold_no_labeler_conventions_own_tool_or_held_out_case(tri
         assert not leaked, (node, leaked[:3])
         assert re.search(r"async def run", inputs["example"])  # another node's tool is allowed
         assert inputs["example"] != own
+
+
+@shared_loop
+async def test_discovery_reads_the_schema_with_the_servers_own_listing_tools(triage):
+    deps = triage.deps("rc_upstream_blockage")
+    text = await discover(deps.catalog, ["conveyance", "robotics"])
+    assert "conveyance.list_tables(): collector_quadrants, conveyance_5m" in text
+    assert "upstream_rate_ratio DOUBLE" in text  # list_columns(table) for each table
+    assert re.search(r'    row: \["[A-Z]{3}[0-9]", "2025-', text)  # sample rows of SQL tables
+    assert "station_idle_pct: type=gauge; unit=percent" in text  # get_metric_metadata(metric)
+    assert await discover(deps.catalog, ["no_such_server"]) == ""

@@ -120,6 +120,13 @@ def render_traces(traces: list[Trace], graded: bool = True) -> str:
     return "\n\n".join(f"trace {i + 1}:\n{render_trace(t, graded)}" for i, t in enumerate(traces))
 
 
+def render_evidence(discovery: str, traces: list[Trace], graded: bool = True) -> str:
+    """Data collection as prompt text: the servers' schema, then the sub-agent's traces."""
+    if not discovery:
+        return render_traces(traces, graded)
+    return f"data catalog, read from the servers:\n{discovery}\n\n{render_traces(traces, graded)}"
+
+
 def render_failures(results: list[CaseResult], limit: int = FAILURES_SHOWN) -> str:
     """Failing (input, expected, predicted) triples, with the queries the candidate made."""
     wrong = [r for r in results if not r.correct]

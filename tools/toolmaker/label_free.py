@@ -21,10 +21,11 @@ from sopgraph.prompts.toolmaker import CodeReviewModule, TraceJudgeModule, says_
 from sopgraph.tools.toolmaker.collector import balanced_sample, collect
 from sopgraph.tools.toolmaker.context import (
     check_text,
+    render_evidence,
     render_failures,
     render_trace,
-    render_traces,
 )
+from sopgraph.tools.toolmaker.discovery import discover
 from sopgraph.tools.toolmaker.maker import Usage, call_failure, shown, tracked
 from sopgraph.tools.toolmaker.pipeline import MakeDeps, MakeError, Stage, _noop
 from sopgraph.tools.toolmaker.record import Candidate, Case, CaseResult, MakeRecord, Round, Trace
@@ -93,7 +94,8 @@ async def make_label_free(
         record.input_tokens += usage.input_tokens
         record.output_tokens += usage.output_tokens
     surviving = [t for t in record.traces if t.judged]
-    evidence = render_traces(surviving, graded=False)
+    record.discovery = await discover(deps.catalog, deps.brief.server_names)
+    evidence = render_evidence(record.discovery, surviving, graded=False)
     trace_votes = {t.case.key(): t.verdict for t in surviving}
 
     # N independent candidates, each run on the K investigated cases.

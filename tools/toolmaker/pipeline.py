@@ -24,7 +24,8 @@ from sopgraph.nodes.sandbox import SandboxLimits
 from sopgraph.tools.registry import Registry
 from sopgraph.tools.toolmaker.catalog import Catalog
 from sopgraph.tools.toolmaker.collector import balanced_sample, collect
-from sopgraph.tools.toolmaker.context import NodeBrief, render_failures, render_traces
+from sopgraph.tools.toolmaker.context import NodeBrief, render_evidence, render_failures
+from sopgraph.tools.toolmaker.discovery import discover
 from sopgraph.tools.toolmaker.maker import ToolMaker, Usage, shown
 from sopgraph.tools.toolmaker.record import Candidate, Case, MakeRecord, Round, Validation
 from sopgraph.tools.toolmaker.reflector import Reflector, feedback_text
@@ -100,7 +101,8 @@ async def make_tool(
         for t in record.traces:
             record.input_tokens += t.input_tokens
             record.output_tokens += t.output_tokens
-    evidence = render_traces(record.traces) if with_traces else "none"
+        record.discovery = await discover(deps.catalog, deps.brief.server_names)
+    evidence = render_evidence(record.discovery, record.traces) if with_traces else "none"
     feedback = "none"
     for n in range(1 + (rounds if with_repair else 0)):
         r0 = time.perf_counter()

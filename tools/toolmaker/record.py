@@ -144,6 +144,7 @@ class MakeRecord(BaseModel):
     form: Literal["spec", "code"] = "spec"
     label_free: bool = False
     train_cases: int = 0
+    discovery: str = ""  # the servers' schema read by their listing tools (+d configs)
     traces: list[Trace] = Field(default_factory=list)
     rounds: list[Round] = Field(default_factory=list)
     best_round: int | None = None
