@@ -278,10 +278,10 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
         raise UserError(f"--out {args.out}: is a file; give a folder for the records")
     import os
 
-    live = (
-        not os.environ.get("SOPGRAPH_CASSETTE")
-        or os.environ.get("SOPGRAPH_CASSETTE_MODE", "replay") == "record"
-    )
+    # fill replays what an interrupted live run already recorded and asks the model the rest
+    live = not os.environ.get("SOPGRAPH_CASSETTE") or os.environ.get(
+        "SOPGRAPH_CASSETTE_MODE", "replay"
+    ) in ("record", "fill")
 
     async def go() -> list[dict[str, Any]]:
         session = MakeSession(
