@@ -14,10 +14,13 @@ import os
 from pathlib import Path
 
 import pytest
+from fc_world import fc_home, fc_world  # noqa: F401
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 from toolmaker_sop import HELD_OUT, NODE, TRAIN, make_toy_sop
 
 from sopgraph.cli import main
+from sopgraph.evals.toolmaker_eval import NODE_SET
+from sopgraph.examples import EXAMPLES
 
 TAPES = Path(__file__).resolve().parents[1] / "cassettes"
 CASSETTE = TAPES / "toolmaker_toy_make.jsonl"
@@ -49,3 +52,47 @@ def test_a_recorded_live_make_and_repair_replays_to_the_same_figures(tmp_path, m
         return
     assert figures == json.loads(EXPECTED.read_text())
     assert record["model"] == "local" and record["config"] == "sop+r"
+
+
+# -- the live evaluation on the alarm-triage SOP, replayed ------------------------------------
+
+EVAL_CASSETTE = TAPES / "toolmaker_eval.jsonl"
+EVAL_RESULT = (
+    Path(__file__).resolve().parents[2] / "evals" / "model_results" / "toolmaker_eval.json"
+)
+# rc_robot_telemetry_gap's sub-agent printed the wall clock (`datetime.utcnow()`) in its traces,
+# so the prompts after them differ in a replay: that node's make cannot be replayed
+UNREPLAYABLE = {"sop+d+r": {"rc_robot_telemetry_gap"}}
+# the two live runs that made evals/model_results/toolmaker_eval.json, as they were run
+EVAL_RUNS = {
+    "sop": ["--configs", "sop"],
+    "sop+d+r": ["--configs", "sop+d+r", "--traces", "2", "--collector-turns", "3", "--rounds", "2",
+                "--nodes", ",".join(n for n in NODE_SET if n not in UNREPLAYABLE["sop+d+r"])],
+}  # fmt: skip
+SAME = ("passed", "eval_pass", "train_pass", "best_round", "rounds", "tokens", "notes")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", list(EVAL_RUNS))
+def test_the_live_toolmaker_evaluation_replays_to_its_published_rows(
+    config,
+    fc_home,  # noqa: F811 - the fixture imported above
+    tmp_path,
+    monkeypatch,
+    capsys,
+):
+    """Every node's make of the live run, replayed: same candidates, so the same held-out rows."""
+    live = [r for r in json.loads(EVAL_RESULT.read_text())["rows"] if r["config"] == config]
+    assert sorted(r["node"] for r in live) == sorted(NODE_SET)  # every node of the committed set
+    live = [r for r in live if r["node"] not in UNREPLAYABLE.get(config, ())]
+    monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
+    monkeypatch.setenv("SOPGRAPH_MODEL", "local")
+    monkeypatch.setenv("SOPGRAPH_CASSETTE", str(EVAL_CASSETTE))
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "replay")
+    argv = ["eval", "toolmaker", str(EXAMPLES / "fc_alarm_triage"), *EVAL_RUNS[config],
+            "--out", str(tmp_path / "out"), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["live"] is False
+    got = {r["node"]: {k: r[k] for k in SAME} for r in replayed["rows"]}
+    assert got == {r["node"]: {k: r[k] for k in SAME} for r in live}
