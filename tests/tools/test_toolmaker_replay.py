@@ -63,9 +63,10 @@ EVAL_RESULT = (
 # rc_robot_telemetry_gap's sub-agent printed the wall clock (`datetime.utcnow()`) in its traces,
 # so the prompts after them differ in a replay: that node's make cannot be replayed
 UNREPLAYABLE = {"sop+d+r": {"rc_robot_telemetry_gap"}}
-# the two live runs that made evals/model_results/toolmaker_eval.json, as they were run
+# the live runs that made evals/model_results/toolmaker_eval.json, as they were run
 EVAL_RUNS = {
     "sop": ["--configs", "sop"],
+    "sop+r": ["--configs", "sop+r", "--rounds", "2"],
     "sop+d+r": ["--configs", "sop+d+r", "--traces", "2", "--collector-turns", "3", "--rounds", "2",
                 "--nodes", ",".join(n for n in NODE_SET if n not in UNREPLAYABLE["sop+d+r"])],
 }  # fmt: skip
