@@ -332,11 +332,11 @@ def shared_server(settings: Settings | None = None) -> LocalModelServer:
     with _shared_lock:
         server = _servers.get(alias)
         wanted = LocalModelServer.from_settings(settings)
-        if server is not None and server.chat_format != wanted.chat_format:
-            server.stop()  # another tool-call format: one server of a model at a time
-        if server is None or not server.running or server.chat_format != wanted.chat_format:
-            server = wanted.start()
-            _servers[alias] = server
+        if server is not None and server.running and server.chat_format == wanted.chat_format:
+            return server
+        if server is not None:
+            server.stop()  # gone, or another tool-call format: one server of a model at a time
+        _servers[alias] = server = wanted.start()
         return server
 
 

@@ -26,10 +26,15 @@ class CatalogTool:
     def arguments(self) -> list[str]:
         return list((self.input_schema or {}).get("properties", {}))
 
+    @property
+    def required(self) -> list[str]:
+        """The arguments the schema requires (none listed: none required)."""
+        return list((self.input_schema or {}).get("required", []))
+
     def query_argument(self) -> str:
         """The first required string argument: where a query goes (``query``, ``sql``)."""
         props = (self.input_schema or {}).get("properties", {})
-        required = (self.input_schema or {}).get("required", list(props))
+        required = self.required if "required" in (self.input_schema or {}) else list(props)
         for name in required:
             kinds = props.get(name, {}).get("type")
             if kinds == "string" or (isinstance(kinds, list) and "string" in kinds):

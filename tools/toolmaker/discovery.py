@@ -29,11 +29,6 @@ SAMPLE_ROWS = 2
 CHARS = 2400  # the whole text, in a prompt of a 4k-token model
 
 
-def _required(tool: CatalogTool) -> list[str]:
-    schema = tool.input_schema or {}
-    return list(schema.get("required", []))
-
-
 def _items(result: Any, arg: str) -> list[str]:
     """Names in a lister's reply: a list (maybe under a key) of strings or of records."""
     if isinstance(result, dict):
@@ -55,8 +50,6 @@ def _items(result: Any, arg: str) -> list[str]:
 
 def _compact(result: Any) -> str:
     """A describer's reply in one short line: columns as ``name TYPE``, a record as k=v."""
-    if isinstance(result, dict) and isinstance(result.get("result"), list):
-        result = result["result"]
     if isinstance(result, list) and all(isinstance(r, dict) and "name" in r for r in result):
         return ", ".join(f"{r['name']} {r.get('type', '')}".strip() for r in result)
     if isinstance(result, dict):
@@ -70,9 +63,9 @@ async def discover(catalog: Catalog, servers: list[str]) -> str:
     lines: list[str] = []
     for server in servers:
         tools = catalog.servers.get(server, [])
-        listers = [t for t in tools if t.name.startswith("list_") and not _required(t)]
-        describers = [t for t in tools if len(_required(t)) == 1]
-        sql = next((t for t in tools if "sql" in _required(t)), None)
+        listers = [t for t in tools if t.name.startswith("list_") and not t.required]
+        describers = {t.required[0]: t for t in reversed(tools) if len(t.required) == 1}
+        sql = next((t for t in tools if "sql" in t.required), None)
         for lister in listers:
             try:
                 listed = await catalog.pool.call(server, lister.name, {})
@@ -81,7 +74,7 @@ async def discover(catalog: Catalog, servers: list[str]) -> str:
             noun = lister.name.removeprefix("list_").removesuffix("s")  # list_tables -> table
             names = _items(listed, noun)
             lines.append(f"{server}.{lister.name}(): {', '.join(names)}")
-            describer = next((d for d in describers if _required(d)[0] == noun), None)
+            describer = describers.get(noun)  # the first tool that takes one `noun`
             for name in names[:ITEMS]:
                 if describer is not None:
                     try:
