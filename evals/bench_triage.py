@@ -151,7 +151,9 @@ async def bench_triage(
     load_start = os.getloadavg()[0]
     tmp = tempfile.TemporaryDirectory(prefix="sopgraph-bench-")
     durable = durable or str(Path(tmp.name) / "checkpoints.sqlite")
-    kw = {"approval": "approve", "arch": arch, "model": model, "lm": lm}
+    # a log of its own: the bench's rows stay out of the user's log, and every run starts empty
+    log_path = Path(tmp.name) / "invocations.sqlite"
+    kw = {"approval": "approve", "arch": arch, "model": model, "lm": lm, "log_path": log_path}
     lat: dict[str, list[float]] = {"lean": [], "sdk": [], "floor": []}
     cpu: dict[str, list[float]] = {"lean": [], "sdk": [], "floor": []}
     tokens = 0

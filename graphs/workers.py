@@ -19,14 +19,13 @@ import multiprocessing as mp
 import queue
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from sopgraph.graphs import eventloop
-from sopgraph.graphs.runner import InputError, RunResult, Session
+from sopgraph.graphs.runner import InputError, RunResult, Session, new_thread_id
 
 READY_TIMEOUT_S = 300.0  # a worker imports, compiles and starts its MCP servers first
 
@@ -66,7 +65,7 @@ def run_workers(
         )
     if workers < 1:
         raise InputError(f"workers must be at least 1 (got {workers})")
-    ids = thread_ids or [uuid.uuid4().hex[:20] for _ in inputs]
+    ids = thread_ids or [new_thread_id() for _ in inputs]
     if len(ids) != len(inputs):
         raise InputError(f"{len(ids)} thread ids for {len(inputs)} inputs")
     ctx = mp.get_context("spawn")  # a forked asyncio loop and its threads are not safe to reuse

@@ -12,7 +12,6 @@ import asyncio
 import datetime as dt
 import decimal
 import importlib.util
-import json
 import math
 import os
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.stdio import stdio_server
@@ -208,12 +208,14 @@ class ToolCalls:
         return True
 
     async def _answer(self, msg: dict[str, Any]) -> None:
+        head = b'{"jsonrpc":"2.0","id":' + orjson.dumps(msg["id"])
         try:
             result = await self.handler(CallToolRequest.model_validate(msg))
-            reply = {"result": result.model_dump(by_alias=True, mode="json", exclude_none=True)}
+            # pydantic encodes the result straight to JSON, as the session would
+            body = b',"result":' + result.model_dump_json(by_alias=True, exclude_none=True).encode()
         except Exception as exc:  # noqa: BLE001 - the session answers the same way
-            reply = {"error": {"code": 0, "message": str(exc)}}
-        await self.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], **reply}) + "\n")
+            body = b',"error":' + orjson.dumps({"code": 0, "message": str(exc)})
+        self.stdout.write_line(head + body + b"}")
 
 
 class LoopStdin:
@@ -237,7 +239,7 @@ class LoopStdin:
         while line := await self.reader.readline():
             if self.short_path is not None:
                 try:
-                    msg = json.loads(line)
+                    msg = orjson.loads(line)
                 except ValueError:
                     msg = None  # the SDK answers a malformed line with its own parse error
                 if self.short_path.take(msg):
@@ -261,6 +263,10 @@ class LoopStdout:
 
     async def write(self, text: str) -> None:
         self.writer.write(text.encode())
+
+    def write_line(self, data: bytes) -> None:
+        """One JSON-RPC message, already encoded."""
+        self.writer.write(data + b"\n")
 
     async def flush(self) -> None:
         await self.writer.drain()

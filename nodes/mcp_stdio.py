@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import tempfile
 from typing import Any
 
+import orjson
 from mcp.types import LATEST_PROTOCOL_VERSION, Tool
 
 # One JSON-RPC message per line; a page of rows can be a few MB.
@@ -77,7 +77,7 @@ class StdioClient:
     def _send(self, message: dict[str, Any]) -> None:
         if self._gone is not None or self.proc is None or self.proc.stdin is None:
             raise StdioError(self._gone or "server not started")
-        self.proc.stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        self.proc.stdin.write(orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS) + b"\n")
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """Send one request and await its ``result`` (a JSON-RPC error raises ``StdioError``)."""
@@ -98,7 +98,7 @@ class StdioClient:
         try:
             while line := await out.readline():
                 try:
-                    msg = json.loads(line)
+                    msg = orjson.loads(line)
                 except ValueError:
                     continue  # a stray print on stdout: the SDK skips it too
                 if "method" in msg:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 
@@ -446,14 +447,37 @@ async def test_finished_thread_is_reported_not_rerun_and_cannot_be_resumed(tmp_p
 
 @pytest.mark.parametrize("checkpoint", ["memory", "sqlite"])
 async def test_every_call_is_logged_when_the_run_returns(tmp_path, checkpoint):
-    """Rows are held and written once per run (memory) or before each checkpoint write
-    (SQLite); either way a reader in another connection sees them all once ``run`` returns."""
+    """Rows are held and written before each checkpoint write (SQLite): a reader in another
+    connection sees them all once ``run`` returns. In memory they go in a group commit at most
+    ``LOG_HOLD_S`` later; the session's own log sees them at once."""
+    from sopgraph.graphs.runner import LOG_HOLD_S
     from sopgraph.tools.invocation_log import InvocationLog
 
     root = make_sop(tmp_path / "sop", PARALLEL, {n: "return Verdict(value=True)" for n in
                                                  ("root", "slow_a", "slow_b")})  # fmt: skip
     store = "memory" if checkpoint == "memory" else str(tmp_path / "ck.sqlite")
+    other = InvocationLog(tmp_path / "log.sqlite")
+    expected = ["root", "slow_a", "slow_b"]
     async with Session(root, mcp=False, checkpoint=store, log_path=tmp_path / "log.sqlite") as s:
         result = await s.run({"type": "alarm"})
-        rows = InvocationLog(tmp_path / "log.sqlite").query(run_id=result.thread_id)
-    assert sorted(r["node"] for r in rows) == ["root", "slow_a", "slow_b"]
+        if checkpoint == "memory":
+            await asyncio.sleep(LOG_HOLD_S * 5)  # the event loop runs the group commit
+        rows = other.query(run_id=result.thread_id)
+        assert sorted(r["node"] for r in rows) == expected
+        second = await s.run({"type": "alarm"})
+        own = s.log.query(run_id=second.thread_id)  # held rows are written before a read
+        assert sorted(r["node"] for r in own) == expected
+
+
+def test_fresh_thread_ids_sort_by_creation():
+    """Time first, then 80 random bits: SQLite stores append instead of writing all over."""
+    import time
+
+    from sopgraph.graphs.runner import new_thread_id
+
+    ids = []
+    for _ in range(3):
+        ids.append(new_thread_id())
+        time.sleep(0.002)
+    assert ids == sorted(ids) and len(set(ids)) == 3
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
