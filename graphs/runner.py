@@ -160,6 +160,7 @@ class Session:
         self.sop = load_sop(sop_path)
         self.approval = approval
         self.checkpoint = checkpoint
+        self.in_memory = str(checkpoint) == "memory"  # checkpoints die with the process
         self.registry = Registry(self.sop_dir / "tools")
         self.log = InvocationLog(log_path or home_dir() / "invocations.sqlite")
         if mcp_pool is not None:  # e.g. evals.in_process_mcp for a lower-bound benchmark
@@ -230,7 +231,7 @@ class Session:
     ) -> dict[str, Any] | None:
         """Run the supersteps; the final state (with ``__interrupt__``) when ainvoke gave it."""
         # Checkpoints in memory die with the process: writing one per superstep buys nothing.
-        durability = "exit" if str(self.checkpoint) == "memory" else "sync"
+        durability = "exit" if self.in_memory else "sync"
         if on_step is None:
             final = await self.graph.ainvoke(payload, config, durability=durability)
             return final if isinstance(final, dict) else None
@@ -323,7 +324,7 @@ class Session:
             try:
                 final = await self._drive(payload, config, on_step)
             finally:
-                if str(self.checkpoint) != "memory":
+                if not self.in_memory:  # in memory the log's group commit writes them
                     self.log.flush()  # the rows this run's calls left held (see _hold_log_rows)
             result = await self.result(thread_id, resumed=invocation == "continue", final=final)
             record_run(span, result.status, result.input, result.path)

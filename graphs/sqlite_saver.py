@@ -38,8 +38,8 @@ class LoopSqliteSaver(SqliteSaver):
     """``SqliteSaver`` whose async methods run the sync ones inline.
 
     ``aput_writes`` holds a task's writes (as Python values, no open transaction: other
-    savers on the file are never blocked by one waiting here) until the next ``aput``, a read,
-    or ``HOLD_S``, whichever comes first; each is then one transaction. ``before_write`` (if
+    savers on the file are never blocked by one waiting here) until the next ``aput``, a read
+    of their thread, or ``HOLD_S``, whichever comes first; each is then one transaction. ``before_write`` (if
     set) is called before each commit: a runner flushes the invocation rows it holds there, so
     a node's row is on disk before its checkpointed result.
     """
@@ -89,12 +89,19 @@ class LoopSqliteSaver(SqliteSaver):
             self.wal.committed()
         return saved
 
+    def _write_held_for(self, config: RunnableConfig | None) -> None:
+        """Before a read: commit the held writes if any is of the thread read (or of any, when
+        the read names no thread), so a read sees every write this saver was given."""
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        if any(thread is None or c["configurable"]["thread_id"] == thread for c, *_ in self._held):
+            self.write_held()
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        self.write_held()  # a read sees every write this saver was given
+        self._write_held_for(config)
         return super().get_tuple(config)
 
     def list(self, config: RunnableConfig | None, **kw: Any) -> Iterator[CheckpointTuple]:
-        self.write_held()
+        self._write_held_for(config)
         return super().list(config, **kw)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
