@@ -28,7 +28,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from sopgraph.graphs.sqlite_wal import WalCheckpoints
+from sopgraph.graphs.sqlite_wal import WalCheckpoints, use_wal
 
 BUSY_TIMEOUT_S = 30.0  # workers sharing the file wait for each other's commits
 HOLD_S = 0.002  # the longest a finished task's writes wait for their superstep's checkpoint
@@ -169,6 +169,6 @@ async def open_sqlite_saver(path: str) -> AsyncIterator[LoopSqliteSaver]:
 
 def _connect(path: str) -> closing[sqlite3.Connection]:
     conn = sqlite3.connect(path, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
-    conn.execute("PRAGMA journal_mode=WAL")
+    use_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     return closing(conn)

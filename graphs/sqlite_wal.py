@@ -20,9 +20,28 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 
 EVERY = 64  # commits between checkpoints: a few hundred KB of WAL, far from 1000 pages
 IDLE_S = 10.0  # a thread with nothing to do for this long ends
+
+
+def use_wal(conn: sqlite3.Connection, timeout_s: float = 30.0) -> None:
+    """Put ``conn``'s database in WAL mode, waiting out other connections doing the same.
+
+    On a new file still in rollback-journal mode, a connection that asks for WAL while another
+    holds the write lock gets "database is locked" at once: SQLite skips the busy handler there
+    to avoid a deadlock. Retried here for up to ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 class WalCheckpoints:

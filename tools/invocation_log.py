@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from sopgraph.graphs.sqlite_wal import WalCheckpoints
+from sopgraph.graphs.sqlite_wal import WalCheckpoints, use_wal
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS invocations (
@@ -147,7 +147,7 @@ class InvocationLog:
             self.path, timeout=30.0, isolation_level=None, check_same_thread=False
         )
         conn.execute("PRAGMA busy_timeout = 30000")
-        conn.execute("PRAGMA journal_mode = WAL")
+        use_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         self._wal.adopt(conn)
         conn.executescript(_SCHEMA)

@@ -37,3 +37,25 @@ def test_a_writer_never_checkpoints_the_thread_does(tmp_path, monkeypatch):
         time.sleep(0.02)
     assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 2000
     conn.close()
+
+
+def test_wal_mode_waits_for_a_writer_on_a_new_file(tmp_path):
+    """Asking for WAL while another connection writes a rollback-journal file: SQLite answers
+    "locked" at once, busy timeout or not; use_wal waits the writer out."""
+    import sqlite3
+    import threading
+
+    from sopgraph.graphs.sqlite_wal import use_wal
+
+    path = tmp_path / "new.sqlite"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE t (x)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO t VALUES (1)")
+    other = sqlite3.connect(path, timeout=5.0)
+    other.execute("SELECT count(*) FROM t").fetchall()  # the file exists and is readable
+    threading.Timer(0.2, lambda: writer.execute("COMMIT")).start()
+    use_wal(other)
+    assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    other.close()
+    writer.close()
