@@ -70,10 +70,17 @@ class _NodeRunner:
             return Command(goto=[])  # already decided when another parent reached it
         run_id = str((config.get("configurable") or {}).get("thread_id", ""))
         ctx = self.services.context(node, state, run_id, self.parents)
-        with node_span(node.id, node.kind) as span:
-            if node.is_action:
-                return await self._action(ctx, config, span)
-            return await self._decide(ctx, span)
+        in_flight = self.services.in_flight
+        in_flight[run_id] += 1
+        try:
+            with node_span(node.id, node.kind) as span:
+                if node.is_action:
+                    return await self._action(ctx, config, span)
+                return await self._decide(ctx, span)
+        finally:
+            in_flight[run_id] -= 1
+            if not in_flight[run_id]:
+                del in_flight[run_id]
 
     async def _decide(self, ctx, span) -> Command:
         node = self.node

@@ -210,6 +210,7 @@ class Session:
         from sopgraph.graphs.sqlite_saver import LoopSqliteSaver
 
         if isinstance(saver, LoopSqliteSaver):
+            saver.in_flight = self.services.in_flight  # see LoopSqliteSaver.aput_writes
             saver.before_write = self.log.flush
             self.log.defer()
         elif isinstance(saver, InMemorySaver):

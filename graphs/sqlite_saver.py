@@ -5,10 +5,12 @@ eight thread hops per superstep); with WAL and ``synchronous=NORMAL`` a commit t
 microseconds, less than one hop, so the synchronous ``SqliteSaver`` called inline costs the
 event loop less. Same tables and format: either saver reads what the other wrote.
 
-A finished task's writes are held for at most ``HOLD_S`` and committed with the superstep's
-checkpoint, which in a chain of nodes follows at once: one commit per superstep instead of two
-(and one invocation-log commit instead of two). A task whose sibling still runs has its writes
-committed when ``HOLD_S`` ends, so a run killed then resumes without repeating it.
+A finished task's writes are held and committed with the superstep's checkpoint, which in a
+chain of nodes follows at once: one commit per superstep instead of two (and one invocation-log
+commit instead of two). A node whose sibling still runs (``Services.in_flight`` counts the
+running nodes of each thread) has its writes committed within ``HOLD_S``, so a run killed
+while the sibling runs resumes without repeating it; other writes wait at most ``STEP_END_S``
+for their checkpoint, and LangGraph starts no node of the run before that checkpoint.
 
 A checkpoint waits for the event loop's next turn, so the runs that end a superstep in the same
 turn share one commit (and one invocation-log flush); each run's ``aput`` returns only once its
@@ -43,15 +45,17 @@ from sopgraph.graphs.sqlite_wal import WalCheckpoints, use_wal
 
 BUSY_TIMEOUT_S = 30.0  # workers sharing the file wait for each other's commits
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # LangGraph's, for writes no node made
-HOLD_S = 0.002  # the longest a finished task's writes wait for their superstep's checkpoint
+HOLD_S = 0.002  # the longest a finished node's writes wait while another node of its run runs
+STEP_END_S = 0.05  # the longest they wait for their superstep's checkpoint otherwise
 
 
 class LoopSqliteSaver(SqliteSaver):
     """``SqliteSaver`` whose async methods run the sync ones inline, in shared commits.
 
     ``aput_writes`` holds a task's writes (as Python values, no open transaction: other
-    savers on the file are never blocked by one waiting here) until the next commit, a read
-    of their thread, or ``HOLD_S``, whichever comes first. ``aput`` holds its checkpoint until
+    savers on the file are never blocked by one waiting here) until their thread's next
+    checkpoint, a read of their thread, or their deadline (``HOLD_S`` while another node of the
+    run runs, or when ``in_flight`` is not set; ``STEP_END_S`` otherwise). ``aput`` holds its checkpoint until
     the event loop's next turn and returns once it is committed: the checkpoints of all the runs
     that reached the end of a superstep in one turn share a transaction (group commit), and a
     run never starts its next superstep before its checkpoint is on file. ``before_write`` (if
@@ -60,10 +64,14 @@ class LoopSqliteSaver(SqliteSaver):
     """
 
     before_write: Callable[[], None] | None = None
+    # thread -> nodes running now (Services.in_flight); None: every write waits at most HOLD_S
+    in_flight: Mapping[str, int] | None = None
+    hold_s = HOLD_S
     wal: WalCheckpoints | None = None  # set by open_sqlite_saver
-    _held: list[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
+    _held: list[tuple[float, tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]]
     _puts: list[tuple[tuple[Any, ...], asyncio.Future[RunnableConfig]]]
-    _timer: asyncio.TimerHandle | None = None  # the commit of held writes, HOLD_S away
+    _timer: asyncio.TimerHandle | None = None  # the commit of the first held write due
+    _timer_at = 0.0
     _soon: asyncio.Handle | None = None  # the commit of held checkpoints, on the next turn
     _batch = False  # inside write_held: the cursors leave the commit to it
 
@@ -77,15 +85,22 @@ class LoopSqliteSaver(SqliteSaver):
         with super().cursor(transaction=transaction and not self._batch) as cur:
             yield cur
 
-    def write_held(self) -> None:
+    def write_held(self, due_only: bool = False) -> None:
         """Commit the held task writes and checkpoints in one transaction, and answer the
-        ``aput`` calls waiting on those checkpoints (with ``put``'s result, or the error)."""
+        ``aput`` calls waiting on those checkpoints (with ``put``'s result, or the error).
+
+        ``due_only`` (a commit made for checkpoints): a held write of a thread with no checkpoint
+        in this commit stays held until its own checkpoint or its ``HOLD_S`` ends, instead of
+        being stored now only because another run ended a superstep first.
+        """
         for handle in (self._timer, self._soon):
             if handle is not None:
                 handle.cancel()
         self._timer = self._soon = None
         held, self._held = self._held, []
         puts, self._puts = self._puts, []
+        if due_only:
+            held = self._keep_undue(held, {a[0]["configurable"]["thread_id"] for a, _ in puts})
         if not held and not puts:
             return
         try:
@@ -94,7 +109,7 @@ class LoopSqliteSaver(SqliteSaver):
             self._batch = True
             try:
                 checkpoints = [args for args, _ in puts]
-                for args in held:
+                for _, args in held:
                     if not any(superseded(args, put) for put in checkpoints):
                         self.put_writes(*args)
                 saved = [self.put(*args) for args in checkpoints]
@@ -117,11 +132,31 @@ class LoopSqliteSaver(SqliteSaver):
             if not fut.done():  # its run may have been cancelled meanwhile
                 fut.set_result(config)
 
+    def _keep_undue(self, held: list, threads: set[str]) -> list:
+        """Of ``held``, the writes to commit now; the others (not yet ``HOLD_S`` old, of a
+        thread not in ``threads``) go back to waiting, on a timer for the oldest."""
+        loop = asyncio.get_running_loop()
+        now, due = loop.time(), []
+        for h in held:
+            wait = h[0] > now and h[1][0]["configurable"]["thread_id"] not in threads
+            (self._held if wait else due).append(h)
+        if self._held:
+            self._arm(min(at for at, _ in self._held))
+        return due
+
+    def _arm(self, at: float) -> None:
+        """Make sure a commit of the due writes runs at loop time ``at`` or earlier."""
+        if self._timer is None or at < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = asyncio.get_running_loop().call_at(at, self._commit_due)
+            self._timer_at = at
+
     def _write_held_for(self, config: RunnableConfig | None) -> None:
         """Before a read: commit the held writes if any is of the thread read (or of any, when
         the read names no thread), so a read sees every write this saver was given."""
         thread = ((config or {}).get("configurable") or {}).get("thread_id")
-        configs = [c for c, *_ in self._held] + [args[0] for args, _ in self._puts]
+        configs = [args[0] for _, args in self._held] + [args[0] for args, _ in self._puts]
         if any(thread is None or c["configurable"]["thread_id"] == thread for c in configs):
             self.write_held()
 
@@ -158,15 +193,19 @@ class LoopSqliteSaver(SqliteSaver):
         saved = loop.create_future()
         self._puts.append(((config, checkpoint, metadata, new_versions), saved))
         if self._soon is None:  # the commit on the next turn takes the held writes too
-            self._soon = loop.call_soon(self._commit_puts)
+            self._soon = loop.call_soon(self._commit_due)
         return await saved
 
-    def _commit_puts(self) -> None:
+    def _commit_due(self) -> None:
+        """The commit of the held checkpoints (on the next turn) or of the writes due."""
         self._soon = None
+        waiting = bool(self._puts)
         try:
-            self.write_held()
+            self.write_held(due_only=True)
         except Exception:
-            pass  # each waiting aput raises it; the held writes wait for the next commit
+            if not waiting:
+                raise  # the event loop's exception handler reports it
+            # else each waiting aput raises it; the held writes wait for the next commit
 
     async def aput_writes(
         self,
@@ -176,9 +215,15 @@ class LoopSqliteSaver(SqliteSaver):
         task_path: str = "",
     ) -> None:
         # LangGraph does not touch a write's value once given; our reducers build new values
-        self._held.append((config, writes, task_id, task_path))
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(HOLD_S, self.write_held)
+        thread = config["configurable"]["thread_id"]
+        soon = (
+            self.in_flight is None
+            or self.in_flight.get(thread)  # a sibling still runs: this node must not rerun
+            or any(ch in WRITES_IDX_MAP for ch, _ in writes)  # no checkpoint follows these
+        )
+        at = asyncio.get_running_loop().time() + (self.hold_s if soon else STEP_END_S)
+        self._held.append((at, (config, writes, task_id, task_path)))
+        self._arm(at)
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.write_held()
