@@ -44,19 +44,29 @@ def unit_after(text: str, param: str) -> str | None:
     return found.group(1) if found else None
 
 
-def threshold_unit(sop: Sop, node_id: str, threshold: Any, params: dict[str, Any]) -> str | None:
+def threshold_unit(
+    sop: Sop, node_id: str, threshold: Any, params: dict[str, Any], observed: Any = None
+) -> str | None:
     """The unit of the parameter in the node's text that ``threshold`` is (by its value).
 
     None when no parameter of the text has that value, when it is a count, or when two
     parameters with that value have different units (3 stations and 3% at one site): a
-    bare number is better than a wrong unit.
+    bare number is better than a wrong unit. A threshold the tool derived (last hour's flow,
+    not a parameter) takes the one unit of the text's parameters that ``observed`` states a
+    measurement in (``capacity_uph`` for ``{station_rated_uph} units per hour``): a verdict
+    compares its observation with its threshold, so both are in that unit.
     """
     node = sop.nodes.get(node_id)
     if node is None or isinstance(threshold, bool) or not isinstance(threshold, int | float):
         return None
     values = {**sop.params, **params}
-    names = {n for n in re.findall(r"\{(\w+)\}", node.text) if values.get(n) == threshold}
-    units = {unit_after(node.text, n) for n in names}
+    names = re.findall(r"\{(\w+)\}", node.text)
+    matching = {n for n in names if values.get(n) == threshold}
+    if matching:
+        units = {unit_after(node.text, n) for n in matching}
+    else:
+        units = {u for n in names if (u := unit_after(node.text, n))}
+        units = {u for u in units if measured(observed, u)}
     return units.pop() if len(units) == 1 else None
 
 

@@ -64,12 +64,15 @@ def _text(value: Any, limit: int = 300) -> str:
     return html.escape(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
-def threshold_with_unit(sop: Sop, node_id: str, threshold: Any, params: dict[str, Any]) -> str:
+def threshold_with_unit(
+    sop: Sop, node_id: str, threshold: Any, params: dict[str, Any], observed: Any = None
+) -> str:
     """The threshold as the SOP text writes it: ``30%`` when the text says
-    ``{idle_pct_threshold}%`` and the site's value is 30; the bare value otherwise."""
+    ``{idle_pct_threshold}%`` and the site's value is 30, or in the unit ``observed`` is
+    measured in for a threshold the tool derived; the bare value otherwise."""
     if threshold is None or isinstance(threshold, dict | list):
         return "" if threshold is None else json.dumps(threshold)
-    return with_unit(threshold, threshold_unit(sop, node_id, threshold, params))
+    return with_unit(threshold, threshold_unit(sop, node_id, threshold, params, observed))
 
 
 def observed_with_unit(observed: Any, unit: str | None) -> str:
@@ -165,12 +168,12 @@ def _verdict_rows(sop: Sop, result: Any, params: dict[str, Any]) -> str:
         via = s.get("executor") or s.get("approval") or ""
         if s.get("tool_version"):
             via += f" v{s['tool_version']}"
-        unit = threshold_unit(sop, s["node"], s.get("threshold"), params)
+        unit = threshold_unit(sop, s["node"], s.get("threshold"), params, s.get("observed"))
         rows.append(
             f"<tr><td><code>{html.escape(s['node'])}</code><br><small>{html.escape(s.get('kind', ''))}"
             f"</small></td><td>{html.escape(rule)}</td>"
             f"<td class='v-{html.escape(value)}'>{html.escape(value or str(s.get('status', '')))}</td>"
-            f"<td class=num>{html.escape(threshold_with_unit(sop, s['node'], s.get('threshold'), params))}</td>"
+            f"<td class=num>{html.escape(threshold_with_unit(sop, s['node'], s.get('threshold'), params, s.get('observed')))}</td>"
             f"<td class=obs>{_text(observed_with_unit(s.get('observed'), unit), 160)}</td>"
             f"<td>{_text(said)}{raw_html}</td><td>{html.escape(via)}</td></tr>"
         )

@@ -45,7 +45,7 @@ def unit_problems(
     for verdict, params in samples:
         if verdict.value == "no_data":
             continue
-        unit = threshold_unit(sop, node_id, verdict.threshold, params)
+        unit = threshold_unit(sop, node_id, verdict.threshold, params, verdict.observed)
         if unit is None:  # a count, a state, or no threshold: nothing to convert
             continue
         values = measured(verdict.observed, unit)
@@ -126,14 +126,15 @@ async def test_every_tool_reports_observed_in_the_unit_of_its_threshold(world_ho
     assert problems == []
     checked = {
         n for n, s in samples.items()
-        if any(threshold_unit(sop, n, v.threshold, p) for v, p in s if v.value != "no_data")
+        if any(threshold_unit(sop, n, v.threshold, p, v.observed) for v, p in s if v.value != "no_data")
     }  # fmt: skip
     assert len(checked) >= 20, sorted(checked)  # the check is not vacuous
     assert FIXED_IN_V3 <= checked
+    assert "ct_standby_capacity_safe" in checked  # a derived threshold, in the flow's unit
     for node_id in checked:  # both verdicts measured, so the separation test means something
         values = {
             v.value for v, p in samples[node_id]
-            if measured(v.observed, threshold_unit(sop, node_id, v.threshold, p) or "")
+            if measured(v.observed, threshold_unit(sop, node_id, v.threshold, p, v.observed) or "")
         }  # fmt: skip
         assert values >= {"true", "false"}, node_id
 

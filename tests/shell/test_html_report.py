@@ -106,6 +106,20 @@ def test_threshold_unit_comes_from_the_sop_text(report_inputs):
     assert threshold_with_unit(sop, "obs_spread", 30, params) == "30%"
 
 
+def test_a_derived_threshold_takes_the_unit_its_observation_is_measured_in():
+    """ct_standby_capacity_safe compares the robots' capacity in units per hour with last
+    hour's flow: no parameter has the flow's value, but the observation names its unit."""
+    from sopgraph.examples import EXAMPLES
+
+    sop = load_sop(EXAMPLES / "fc_alarm_triage")
+    node = "ct_standby_capacity_safe"
+    observed = {"running_others": 7, "capacity_uph": 10150, "flow_last_hour": 5119.0}
+    assert threshold_with_unit(sop, node, 5119.0, {}, observed) == "5119 units per hour"
+    assert threshold_with_unit(sop, node, 5119.0, {}) == "5119"  # nothing says which unit
+    # an observation in no unit of the text's parameters leaves the number bare
+    assert threshold_with_unit(sop, node, 3, {}, {"running_others": 3}) == "3"
+
+
 def test_observed_is_shown_in_the_threshold_unit():
     assert observed_with_unit(67.2667, "%") == "67.27%"
     assert (
