@@ -1,7 +1,9 @@
 """Per-node pass rate of an SOP's compiled tools on its labeled cases (the paper's pass@1).
 
 A node passes only if its tool gets every case of the split right. Tools run exactly as in
-production: through the SOP's MCP servers, with the site's parameters.
+production: through the SOP's MCP servers, with the site's parameters. Each node's verdicts are
+also checked for units (``graphs.units.unit_problems``): a threshold the SOP text gives a unit
+must be met by an observation in that unit, which the report shows side by side.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from sopgraph.evals.fc_triage.dataset import LabeledCase, load_cases
 from sopgraph.graphs.loader import load_sop
+from sopgraph.graphs.units import unit_problems
 from sopgraph.nodes.executor import ToolContext
 from sopgraph.nodes.mcp_client import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import as_verdict
@@ -42,6 +45,8 @@ class NodeResult(BaseModel):
     error: str | None = None
     failures: list[CaseFailure] = Field(default_factory=list)
     ms_p50: float | None = None
+    # observed and threshold in different units (right verdicts can still hide this)
+    unit_problems: list[str] = Field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -101,9 +106,11 @@ async def eval_tools(
                 async with sem:
                     return case, *(await _run_case(tool, node, sop, params, pool, case))
 
-            latencies = []
+            latencies, samples = [], []
             for case, verdict, error, ms in await asyncio.gather(*(one(c) for c in cases)):
                 latencies.append(ms)
+                if verdict is not None:
+                    samples.append((verdict, params.for_site(case.site)))
                 got = verdict.value if verdict else None
                 if got == case.expected:
                     res.correct += 1
@@ -122,6 +129,7 @@ async def eval_tools(
             latencies.sort()
             res.ms_p50 = round(latencies[len(latencies) // 2], 3) if latencies else None
             res.passed = res.cases > 0 and res.correct == res.cases
+            res.unit_problems = unit_problems(sop, node.id, samples)
             results.append(res)
             if on_node:
                 on_node(res)
@@ -135,6 +143,7 @@ def summarize(results: list[NodeResult], split: str | None) -> dict[str, Any]:
         "nodes": len(results),
         "passed": sum(r.passed for r in results),
         "pass_rate": round(sum(r.passed for r in results) / len(results), 4) if results else 0.0,
+        "unit_problem_nodes": sum(bool(r.unit_problems) for r in results),
         "results": [
             {
                 "node": r.node,
@@ -145,6 +154,7 @@ def summarize(results: list[NodeResult], split: str | None) -> dict[str, Any]:
                 "accuracy": round(r.rate, 4),
                 "ms_p50": r.ms_p50,
                 "error": r.error,
+                "unit_problems": r.unit_problems,
                 "failures": [f.model_dump() for f in r.failures[:5]],
             }  # fmt: skip
             for r in results

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sopgraph.graphs.model import Sop
+from sopgraph.graphs.model import Sop, Verdict
 
 # A measurement unit as an SOP text writes it after a parameter -> the words that name it in
 # an observed dict's keys. A count's noun ("3 jams", "4 induct stations") is not a unit.
@@ -107,3 +107,43 @@ def with_unit(value: Any, unit: str | None) -> str:
     if unit is None:
         return text
     return f"{text}%" if unit == "%" else f"{text} {unit}"
+
+
+def unit_problems(
+    sop: Sop, node_id: str, samples: list[tuple[Verdict, dict[str, Any]]]
+) -> list[str]:
+    """What is wrong with the units of one node's verdicts (each with its site's parameters).
+
+    Of every verdict whose threshold has a unit (``threshold_unit``): ``observed`` must state
+    a measurement in it, and the threshold must separate the true verdicts' measurements from
+    the false ones' (a fraction 0.9 against 85%, or 250,000 seconds against 3 days, cannot).
+    """
+    problems, points, unstated = [], [], []
+    for verdict, params in samples:
+        if verdict.value == "no_data":
+            continue
+        unit = threshold_unit(sop, node_id, verdict.threshold, params, verdict.observed)
+        if unit is None:  # a count, a state, or no threshold: nothing to convert
+            continue
+        values = measured(verdict.observed, unit)
+        if values is None:  # e.g. no picks at all: a verdict with no rate to state
+            unstated.append(f"observed {verdict.observed!r} states nothing in {unit}")
+        elif values:
+            points.append((verdict.value == "true", max(values), min(values), verdict.threshold))
+    if unstated and not points:
+        problems.append(f"{node_id}: no verdict states its measurement; {unstated[0]}")
+    trues, falses = [p for p in points if p[0]], [p for p in points if not p[0]]
+    if trues and falses:  # the threshold must split them, one way round, on max or min
+        separated = any(
+            all(sign * (p[i] - p[3]) >= 0 for p in trues)
+            and all(sign * (p[i] - p[3]) <= 0 for p in falses)
+            for i in (1, 2)
+            for sign in (1, -1)
+        )
+        if not separated:
+            problems.append(
+                f"{node_id}: the threshold does not separate true from false observations "
+                f"(true {sorted(p[1] for p in trues)[:3]}…, false {sorted(p[1] for p in falses)[:3]}…, "
+                f"threshold {points[0][3]}): observed and threshold are in different units"
+            )
+    return problems

@@ -154,6 +154,9 @@ def cmd_eval_tools(args: argparse.Namespace) -> int:
                     f"       {f.site} {f.timestamp}: expected {f.expected}, got {f.got} "
                     f"(observed {f.observed}; expected observed {f.expected_observed}) {f.error or ''}"
                 )
+    for r in results:
+        for problem in r.unit_problems:
+            print(f"  UNITS {problem}")
     return 0
 
 

@@ -80,6 +80,7 @@ def test_eval_tools_json(fc_home):  # noqa: F811
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["nodes"] == 44 and out["passed"] == 44
+    assert out["unit_problem_nodes"] == 0, [r["unit_problems"] for r in out["results"]]
     assert {r["node"] for r in out["results"]} >= {"obs_station_idle", "ct_downstage_precondition"}
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fc_world import fc_home, fc_world  # noqa: F401
@@ -19,8 +18,8 @@ from fc_world import fc_home, fc_world  # noqa: F401
 from sopgraph.evals.fc_triage.dataset import load_cases
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.loader import load_sop
-from sopgraph.graphs.model import Sop, Verdict
-from sopgraph.graphs.units import measured, threshold_unit
+from sopgraph.graphs.model import Verdict
+from sopgraph.graphs.units import measured, threshold_unit, unit_problems
 from sopgraph.nodes.executor import ToolContext
 from sopgraph.nodes.mcp_client import McpPool, load_server_configs
 from sopgraph.tools.params import ParamStore
@@ -35,41 +34,6 @@ FIXED_IN_V3 = {
     "obs_upstream_flow_low", "rc_upstream_blockage", "rc_recirc_high",
     "rc_sorter_throughput_low", "rc_pack_out_understaffed",
 }  # fmt: skip
-
-
-def unit_problems(
-    sop: Sop, node_id: str, samples: list[tuple[Verdict, dict[str, Any]]]
-) -> list[str]:
-    """What is wrong with the units of one node's verdicts (each with its site's parameters)."""
-    problems, points, unstated = [], [], []
-    for verdict, params in samples:
-        if verdict.value == "no_data":
-            continue
-        unit = threshold_unit(sop, node_id, verdict.threshold, params, verdict.observed)
-        if unit is None:  # a count, a state, or no threshold: nothing to convert
-            continue
-        values = measured(verdict.observed, unit)
-        if values is None:  # e.g. no picks at all: a verdict with no rate to state
-            unstated.append(f"observed {verdict.observed!r} states nothing in {unit}")
-        elif values:
-            points.append((verdict.value == "true", max(values), min(values), verdict.threshold))
-    if unstated and not points:
-        problems.append(f"{node_id}: no verdict states its measurement; {unstated[0]}")
-    trues, falses = [p for p in points if p[0]], [p for p in points if not p[0]]
-    if trues and falses:  # the threshold must split them, one way round, on max or min
-        separated = any(
-            all(sign * (p[i] - p[3]) >= 0 for p in trues)
-            and all(sign * (p[i] - p[3]) <= 0 for p in falses)
-            for i in (1, 2)
-            for sign in (1, -1)
-        )
-        if not separated:
-            problems.append(
-                f"{node_id}: the threshold does not separate true from false observations "
-                f"(true {sorted(p[1] for p in trues)[:3]}…, false {sorted(p[1] for p in falses)[:3]}…, "
-                f"threshold {points[0][3]}): observed and threshold are in different units"
-            )
-    return problems
 
 
 def _load(path: Path):
@@ -144,3 +108,25 @@ async def test_the_check_catches_the_v2_tools_that_mixed_units(world_home):
     samples = await _samples(world_home, versions=dict.fromkeys(FIXED_IN_V3, 2))
     caught = {n for n, s in samples.items() if unit_problems(sop, n, s)}
     assert caught == FIXED_IN_V3
+
+
+async def test_eval_tools_reports_a_tool_that_mixes_units(world_home, tmp_path):
+    """``sopgraph eval tools`` runs the same check: with obs_belt_fill_high v2 (fractions
+    against a threshold in %) active in a copy of the SOP, the node is reported."""
+    import shutil
+
+    from sopgraph.evals.tool_eval import eval_tools, summarize
+
+    copy = tmp_path / "sop"
+    shutil.copytree(SOP_DIR, copy)
+    Registry(copy / "tools").promote("obs_belt_fill_high", 2)
+    nodes = ["obs_belt_fill_high", "obs_station_idle"]
+    results = await eval_tools(copy, world_home / "fc_world" / "cases", "eval", nodes=nodes)
+    summary = summarize(results, "eval")
+    problems = {r["node"]: r["unit_problems"] for r in summary["results"]}
+    assert problems["obs_station_idle"] == []
+    # its observation is a bare fraction per quadrant: nothing in it is stated in %
+    assert [p.split(";")[0] for p in problems["obs_belt_fill_high"]] == [
+        "obs_belt_fill_high: no verdict states its measurement"
+    ]
+    assert summary["unit_problem_nodes"] == 1
