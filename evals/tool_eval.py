@@ -63,8 +63,8 @@ async def _run_case(tool, node, sop, params: ParamStore, pool, case: LabeledCase
     try:
         verdict = as_verdict(await tool.fn(case.site, case.timestamp, ctx))
     except Exception as exc:  # noqa: BLE001 - a raising tool fails the case, with its reason
-        return None, f"{type(exc).__name__}: {exc}", (time.perf_counter() - start) * 1000
-    return verdict, None, (time.perf_counter() - start) * 1000
+        return None, f"{type(exc).__name__}: {exc}", (time.perf_counter() - start) * 1000, p
+    return verdict, None, (time.perf_counter() - start) * 1000, p
 
 
 async def eval_tools(
@@ -107,10 +107,12 @@ async def eval_tools(
                     return case, *(await _run_case(tool, node, sop, params, pool, case))
 
             latencies, samples = [], []
-            for case, verdict, error, ms in await asyncio.gather(*(one(c) for c in cases)):
+            for case, verdict, error, ms, site_params in await asyncio.gather(
+                *(one(c) for c in cases)
+            ):
                 latencies.append(ms)
                 if verdict is not None:
-                    samples.append((verdict, params.for_site(case.site)))
+                    samples.append((verdict, site_params))
                 got = verdict.value if verdict else None
                 if got == case.expected:
                     res.correct += 1

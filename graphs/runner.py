@@ -188,6 +188,8 @@ class Session:
     async def __aenter__(self) -> Session:
         saver = await self._stack.enter_async_context(open_checkpointer(self.checkpoint))
         self._hold_log_rows(saver)
+        if hasattr(saver, "in_flight"):  # LoopSqliteSaver: see its aput_writes
+            saver.in_flight = self.services.in_flight
         self.graph = compile_sop(self.sop, self.services, checkpointer=saver)
         if self.pool is not None and self.pool.servers:
             await self.pool.start()
@@ -210,7 +212,6 @@ class Session:
         from sopgraph.graphs.sqlite_saver import LoopSqliteSaver
 
         if isinstance(saver, LoopSqliteSaver):
-            saver.in_flight = self.services.in_flight  # see LoopSqliteSaver.aput_writes
             saver.before_write = self.log.flush
             self.log.defer()
         elif isinstance(saver, InMemorySaver):

@@ -66,7 +66,6 @@ class LoopSqliteSaver(SqliteSaver):
     before_write: Callable[[], None] | None = None
     # thread -> nodes running now (Services.in_flight); None: every write waits at most HOLD_S
     in_flight: Mapping[str, int] | None = None
-    hold_s = HOLD_S
     wal: WalCheckpoints | None = None  # set by open_sqlite_saver
     _held: list[tuple[float, tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]]
     _puts: list[tuple[tuple[Any, ...], asyncio.Future[RunnableConfig]]]
@@ -133,8 +132,8 @@ class LoopSqliteSaver(SqliteSaver):
                 fut.set_result(config)
 
     def _keep_undue(self, held: list, threads: set[str]) -> list:
-        """Of ``held``, the writes to commit now; the others (not yet ``HOLD_S`` old, of a
-        thread not in ``threads``) go back to waiting, on a timer for the oldest."""
+        """Of ``held``, the writes to commit now; the others (before their deadline, of a
+        thread not in ``threads``) go back to waiting, on a timer for the earliest deadline."""
         loop = asyncio.get_running_loop()
         now, due = loop.time(), []
         for h in held:
@@ -198,7 +197,6 @@ class LoopSqliteSaver(SqliteSaver):
 
     def _commit_due(self) -> None:
         """The commit of the held checkpoints (on the next turn) or of the writes due."""
-        self._soon = None
         waiting = bool(self._puts)
         try:
             self.write_held(due_only=True)
@@ -221,7 +219,7 @@ class LoopSqliteSaver(SqliteSaver):
             or self.in_flight.get(thread)  # a sibling still runs: this node must not rerun
             or any(ch in WRITES_IDX_MAP for ch, _ in writes)  # no checkpoint follows these
         )
-        at = asyncio.get_running_loop().time() + (self.hold_s if soon else STEP_END_S)
+        at = asyncio.get_running_loop().time() + (HOLD_S if soon else STEP_END_S)
         self._held.append((at, (config, writes, task_id, task_path)))
         self._arm(at)
 

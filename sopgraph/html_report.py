@@ -70,9 +70,13 @@ def threshold_with_unit(
     """The threshold as the SOP text writes it: ``30%`` when the text says
     ``{idle_pct_threshold}%`` and the site's value is 30, or in the unit ``observed`` is
     measured in for a threshold the tool derived; the bare value otherwise."""
+    return _threshold_text(threshold, threshold_unit(sop, node_id, threshold, params, observed))
+
+
+def _threshold_text(threshold: Any, unit: str | None) -> str:
     if threshold is None or isinstance(threshold, dict | list):
         return "" if threshold is None else json.dumps(threshold)
-    return with_unit(threshold, threshold_unit(sop, node_id, threshold, params, observed))
+    return with_unit(threshold, unit)
 
 
 def observed_with_unit(observed: Any, unit: str | None) -> str:
@@ -173,7 +177,7 @@ def _verdict_rows(sop: Sop, result: Any, params: dict[str, Any]) -> str:
             f"<tr><td><code>{html.escape(s['node'])}</code><br><small>{html.escape(s.get('kind', ''))}"
             f"</small></td><td>{html.escape(rule)}</td>"
             f"<td class='v-{html.escape(value)}'>{html.escape(value or str(s.get('status', '')))}</td>"
-            f"<td class=num>{html.escape(threshold_with_unit(sop, s['node'], s.get('threshold'), params, s.get('observed')))}</td>"
+            f"<td class=num>{html.escape(_threshold_text(s.get('threshold'), unit))}</td>"
             f"<td class=obs>{_text(observed_with_unit(s.get('observed'), unit), 160)}</td>"
             f"<td>{_text(said)}{raw_html}</td><td>{html.escape(via)}</td></tr>"
         )
