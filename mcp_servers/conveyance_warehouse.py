@@ -6,6 +6,8 @@ Run: ``python -m sopgraph.mcp_servers.conveyance_warehouse --db PATH [--transpor
 
 from __future__ import annotations
 
+import functools
+
 import duckdb
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
@@ -23,7 +25,13 @@ from sopgraph.mcp_servers.paging import (
 ENV_DB = "SOPGRAPH_CONVEYANCE_DB"
 
 
+@functools.lru_cache(maxsize=1024)
 def _readonly_select(sql: str) -> str:
+    """``sql`` stripped, if it is one SELECT; else the ``ToolError`` that says why.
+
+    Cached by text: tools send the same statement with new parameters on every call, and
+    DuckDB's parse here costs a fifth of a small query (a refusal raises, so is not cached).
+    """
     text = strip_sql(sql)
     try:
         statements = duckdb.extract_statements(text)

@@ -1,4 +1,4 @@
-"""A small standard-library kit for compiled tools: instants, windows, selectors, queries.
+"""A small standard-library kit for compiled tools: instants, windows, selectors, queries, counters.
 
 Tool files (people's and the tool-maker's) import it as ``sopgraph.tools.kit``; the hygiene
 test allows it and checks that it imports the standard library only. SQL goes to the MCP
@@ -89,6 +89,28 @@ def selector(metric: str, **labels: str) -> str:
 def over_time(func: str, metric: str, window: Window, **labels: str) -> str:
     """``<func>_over_time(selector[range])``: func is avg, sum, min, max, count or last."""
     return f"{func}_over_time({selector(metric, **labels)}[{window.promql}])"
+
+
+def counter_steps(rows: list[list] | list[tuple]) -> list[int | float]:
+    """The steps of a cumulative counter that resets, from ``(counted, value)`` rows in time order.
+
+    A row's step is its value less the previous row's; a step down is a reset and counts the
+    new value (Prometheus ``increase``). A row gives a step only when ``counted`` is true (say,
+    the query's ``t > window start``) and both its value and the previous row's are not null;
+    the first row is only a baseline. The same as SQL's ``lag(v) OVER (ORDER BY t)`` with
+    ``CASE WHEN v >= prev THEN v - prev ELSE v END``, at the cost of a plain SELECT.
+
+    Example:
+        >>> counter_steps([(False, 5), (True, 7), (True, 2), (True, None), (True, 4)])
+        [2, 2]
+    """
+    steps: list[int | float] = []
+    prev = None
+    for i, (counted, value) in enumerate(rows):
+        if i and counted and value is not None and prev is not None:
+            steps.append(value - prev if value >= prev else value)
+        prev = value
+    return steps
 
 
 async def sql(ctx: Any, server: str, text: str, *params: Any, max_pages: int = 50) -> list[list]:
