@@ -30,7 +30,8 @@ def _readonly_select(sql: str) -> str:
     """``sql`` stripped, if it is one SELECT; else the ``ToolError`` that says why.
 
     Cached by text: tools send the same statement with new parameters on every call, and
-    DuckDB's parse here costs a fifth of a small query (a refusal raises, so is not cached).
+    DuckDB's parse here costs about a sixth of a small query's call (a refusal raises, so is
+    not cached).
     """
     text = strip_sql(sql)
     try:
