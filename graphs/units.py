@@ -61,12 +61,10 @@ def threshold_unit(
         return None
     values = {**sop.params, **params}
     names = re.findall(r"\{(\w+)\}", node.text)
-    matching = {n for n in names if values.get(n) == threshold}
-    if matching:
+    if matching := {n for n in names if values.get(n) == threshold}:
         units = {unit_after(node.text, n) for n in matching}
-    else:
-        units = {u for n in names if (u := unit_after(node.text, n))}
-        units = {u for u in units if measured(observed, u)}
+    else:  # derived: the units of the text that the observation is measured in
+        units = {u for n in names if (u := unit_after(node.text, n)) and measured(observed, u)}
     return units.pop() if len(units) == 1 else None
 
 
