@@ -38,6 +38,14 @@ from sopgraph.nodes.tool_node import as_verdict
 
 WARMUP = 10  # alarms through every path before timing: imports, server caches, DuckDB pages
 
+# The hot path's targets, each checked on the figures of one run:
+# name -> (the figure's keys in the figures, "<=" or ">=", limit)
+TARGETS: dict[str, tuple[tuple[str, ...], str, float]] = {
+    "overhead_ratio": (("overhead_ratio",), "<=", 3.0),
+    "p99_over_p50": (("p99_over_p50",), "<=", 4.0),
+    "durable_vs_memory": (("durable", "vs_memory"), ">=", 0.80),
+}
+
 Progress = Callable[[str, int, int], None]
 
 
@@ -56,6 +64,51 @@ async def plain_traverse(services: Services, inp: dict[str, Any]) -> list[str]:
         return fired_children(node, verdict)[0]
 
     return await awalk(sop, entry_nodes(sop, inp), decide)
+
+
+def _figure(figures: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        figures = figures.get(key) if isinstance(figures, dict) else None
+    return figures
+
+
+def check_targets(figures: dict[str, Any]) -> dict[str, Any]:
+    """Each target with its limit, this run's value and whether it is met, and ``all_met``."""
+    out: dict[str, Any] = {}
+    for name, (path, op, limit) in TARGETS.items():
+        value = _figure(figures, path)
+        met = value is not None and (value <= limit if op == "<=" else value >= limit)
+        out[name] = {"limit": f"{op} {limit}", "value": value, "met": met}
+    out["all_met"] = all(t["met"] for t in out.values())
+    return out
+
+
+# figures whose spread over repeated runs is reported
+SPREAD = {
+    "p50_ms": ("p50_ms",),
+    "p99_ms": ("p99_ms",),
+    "lower_bound_p50_ms": ("lower_bound_p50_ms",),
+    "alarms_per_s": ("alarms_per_s",),
+    "durable_alarms_per_s": ("durable", "alarms_per_s"),
+    "cpu_ms_per_alarm": ("cpu_ms_per_alarm", "total"),
+} | {name: path for name, (path, _, _) in TARGETS.items()}
+
+
+def summarize_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over repeated runs: min, median and max of the key figures, and in how many runs each
+    target (and all of them together) was met."""
+    spread = {}
+    for name, path in SPREAD.items():
+        values = [v for v in (_figure(r, path) for r in runs) if v is not None]
+        if values:
+            spread[name] = {
+                "min": min(values),
+                "median": round(statistics.median(values), 3),
+                "max": max(values),
+            }
+    met = {name: sum(r["targets"][name]["met"] for r in runs) for name in TARGETS}
+    met["all_met"] = sum(r["targets"]["all_met"] for r in runs)
+    return {"runs": len(runs), "spread": spread, "targets_met_in_runs": met}
 
 
 def cpu_seconds(pid: int | None) -> float | None:
@@ -231,7 +284,7 @@ async def bench_triage(
     per_node = [ms / max(k, 1) for ms, k in zip(lat["lean"], nodes, strict=True)]
     floor_cpu = statistics.fmean(cpu["floor"])
     aps = {k: n / v for k, v in walls.items()}
-    return {
+    figures = {
         "alarms": n,
         "arch": arch,
         "checkpoint": checkpoint,
@@ -290,3 +343,5 @@ async def bench_triage(
         },
         "llm_tokens_per_alarm": round(tokens / n, 1),
     }
+    figures["targets"] = check_targets(figures)
+    return figures

@@ -164,38 +164,67 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
     from sopgraph.cli import check_checkpoint
 
     check_checkpoint(args.checkpoint)
-    from sopgraph.evals.bench_triage import bench_triage
+    from sopgraph.evals.bench_triage import bench_triage, summarize_runs
     from sopgraph.graphs import eventloop
 
     models = _models(args.arch)
     scenarios = _scenarios(_world(), "all", args.alarms)
+    runs: list[dict[str, Any]] = []
     with _bar(True) as bar:
-        tasks: dict[str, Any] = {}
+        for k in range(args.repeat):
+            tasks: dict[str, Any] = {}
+            label = f"run {k + 1}/{args.repeat}: " if args.repeat > 1 else ""
 
-        def tick(phase: str, i: int, n: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=n)
-            bar.update(tasks[phase], completed=i)
+            def tick(phase: str, i: int, n: int, tasks=tasks, label=label) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(label + phase, total=n)
+                bar.update(tasks[phase], completed=i)
 
-        figures = eventloop.run(
-            bench_triage(
-                TRIAGE_SOP,
-                scenarios,
-                concurrency=args.concurrency,
-                checkpoint=args.checkpoint,
-                workers=args.workers,
-                arch=args.arch,
-                model=models.chat,
-                lm=models.lm,
-                progress=tick,
-            )  # fmt: skip
-        )
+            runs.append(
+                eventloop.run(
+                    bench_triage(
+                        TRIAGE_SOP,
+                        scenarios,
+                        concurrency=args.concurrency,
+                        checkpoint=args.checkpoint,
+                        workers=args.workers,
+                        arch=args.arch,
+                        model=models.chat,
+                        lm=models.lm,
+                        progress=tick,
+                    )  # fmt: skip
+                )
+            )
+    if args.repeat == 1:
+        figures = runs[0]
+        if args.json:
+            print(json.dumps(figures, indent=2))
+        else:
+            for k, v in figures.items():
+                print(f"{k}: {v}")
+        return 0
+    summary = summarize_runs(runs)
     if args.json:
-        print(json.dumps(figures, indent=2))
+        print(json.dumps({"summary": summary, "runs": runs}, indent=2))
     else:
-        for k, v in figures.items():
-            print(f"{k}: {v}")
+        _print_repeated(summary, runs)
     return 0
+
+
+def _print_repeated(summary: dict[str, Any], runs: list[dict[str, Any]]) -> None:
+    """One line of target verdicts per run, the spread of the key figures, the pass counts."""
+    for i, r in enumerate(runs, 1):
+        t = r["targets"]
+        verdicts = [
+            f"{name} {v['value']} ({'met' if v['met'] else 'NOT met'})"
+            for name, v in t.items()
+            if name != "all_met"
+        ]
+        print(f"run {i}: {'  '.join(verdicts)}  all met: {'yes' if t['all_met'] else 'no'}")
+    for name, s in summary["spread"].items():
+        print(f"{name}: min {s['min']}  median {s['median']}  max {s['max']}")
+    met = summary["targets_met_in_runs"]
+    print("targets met in runs: " + ", ".join(f"{k} {v}/{summary['runs']}" for k, v in met.items()))
 
 
 def cmd_bench_serve(args: argparse.Namespace) -> int:
@@ -296,6 +325,13 @@ def add_commands(sub: Any) -> None:
         type=_workers,
         default=2,
         help="time 1..N worker processes sharing a SQLite checkpoint store (default 2; 0: skip)",
+    )
+    bt.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=1,
+        help="run the whole measurement N times and print the spread of the figures and in "
+        "how many runs each target was met (default 1)",
     )
     bt.add_argument("--json", action="store_true", help="print the figures as JSON")
     bt.set_defaults(fn=cmd_bench_triage)

@@ -7,7 +7,12 @@ import math
 import pytest
 from fc_world import fc_home, fc_world  # noqa: F401
 
-from sopgraph.evals.bench_triage import bench_triage, plain_traverse
+from sopgraph.evals.bench_triage import (
+    bench_triage,
+    check_targets,
+    plain_traverse,
+    summarize_runs,
+)
 from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.examples import EXAMPLES
 
@@ -39,6 +44,51 @@ async def test_figures_side_by_side(scenarios):
     assert set(out["workers_alarms_per_s"]) == {"1"}
     assert out["machine"]["event_loop"] == "asyncio"  # pytest-asyncio's loop; the CLI runs uvloop
     assert out["machine"]["cpus"] >= 1
+    targets = out["targets"]  # each target checked on this run's own figures
+    assert targets["overhead_ratio"]["value"] == out["overhead_ratio"]
+    assert targets["durable_vs_memory"]["value"] == out["durable"]["vs_memory"]
+    assert targets["all_met"] == all(t["met"] for k, t in targets.items() if k != "all_met")
+
+
+def _figures(overhead: float, tail: float, durable: float | None) -> dict:
+    return {
+        "p50_ms": 7.0,
+        "overhead_ratio": overhead,
+        "p99_over_p50": tail,
+        "durable": {"vs_memory": durable, "alarms_per_s": 150.0},
+    }
+
+
+def test_targets_are_checked_against_their_limits():
+    met = check_targets(_figures(3.0, 4.0, 0.80))  # the limits themselves are met
+    assert met["all_met"] and met["overhead_ratio"] == {
+        "limit": "<= 3.0",
+        "value": 3.0,
+        "met": True,
+    }
+    missed = check_targets(_figures(3.01, 3.2, 0.95))
+    assert not missed["overhead_ratio"]["met"] and missed["p99_over_p50"]["met"]
+    assert not missed["all_met"]
+    assert not check_targets(_figures(2.0, 4.2, 0.9))["p99_over_p50"]["met"]
+    low = check_targets(_figures(2.0, 3.0, 0.79))["durable_vs_memory"]
+    assert low == {"limit": ">= 0.8", "value": 0.79, "met": False}
+    assert not check_targets(_figures(2.0, 3.0, None))["durable_vs_memory"]["met"]  # not measured
+
+
+def test_repeated_runs_report_spread_and_how_often_each_target_was_met():
+    runs = [_figures(2.9, 3.5, 0.85), _figures(3.2, 3.9, 0.82), _figures(2.8, 4.3, 0.70)]
+    for r in runs:
+        r["targets"] = check_targets(r)
+    summary = summarize_runs(runs)
+    assert summary["runs"] == 3
+    assert summary["spread"]["overhead_ratio"] == {"min": 2.8, "median": 2.9, "max": 3.2}
+    assert summary["spread"]["durable_vs_memory"]["median"] == 0.82
+    assert summary["targets_met_in_runs"] == {
+        "overhead_ratio": 2,
+        "p99_over_p50": 2,
+        "durable_vs_memory": 2,
+        "all_met": 1,
+    }
 
 
 async def test_plain_traverse_walks_the_path_the_graph_takes(scenarios):

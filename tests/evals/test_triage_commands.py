@@ -94,6 +94,23 @@ def test_bench_triage_json(fc_home):  # noqa: F811
     assert out["alarms"] == 12 and out["llm_tokens_per_alarm"] == 0
     assert 0 < out["lower_bound_p50_ms"] < out["p50_ms"]  # the floor is below the full path
     assert out["p99_ms"] >= out["p50_ms"]
+    assert out["targets"]["p99_over_p50"]["value"] == out["p99_over_p50"]
+
+
+def test_bench_triage_repeat_reports_how_often_targets_were_met(fc_home):  # noqa: F811
+    proc = _cli(fc_home, "bench", "triage", "--alarms", "8", "--concurrency", "4",
+                "--workers", "0", "--repeat", "2", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert len(out["runs"]) == 2 and out["summary"]["runs"] == 2
+    ratios = [r["overhead_ratio"] for r in out["runs"]]
+    assert out["summary"]["spread"]["overhead_ratio"]["min"] == min(ratios)
+    met = out["summary"]["targets_met_in_runs"]
+    assert met["all_met"] == sum(r["targets"]["all_met"] for r in out["runs"])
+    text = _cli(fc_home, "bench", "triage", "--alarms", "8", "--concurrency", "4",
+                "--workers", "0", "--repeat", "2")  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.count("all met: ") == 2 and "targets met in runs: " in text.stdout
 
 
 def test_demo_prints_table_and_writes_report(fc_home, tmp_path):  # noqa: F811
