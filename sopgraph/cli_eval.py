@@ -164,7 +164,7 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
     from sopgraph.cli import check_checkpoint
 
     check_checkpoint(args.checkpoint)
-    from sopgraph.evals.bench_triage import bench_triage, summarize_runs
+    from sopgraph.evals.bench_triage import bench_triage
     from sopgraph.graphs import eventloop
 
     models = _models(args.arch)
@@ -180,8 +180,8 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
                     tasks[phase] = bar.add_task(label + phase, total=n)
                 bar.update(tasks[phase], completed=i)
 
-            runs.append(
-                eventloop.run(
+            try:
+                figures = eventloop.run(
                     bench_triage(
                         TRIAGE_SOP,
                         scenarios,
@@ -194,7 +194,20 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
                         progress=tick,
                     )  # fmt: skip
                 )
-            )
+            except BaseException:
+                if runs:  # what the finished runs measured is not lost with the one that failed
+                    bar.stop()
+                    print(f"stopped after {len(runs)} of {args.repeat} runs", file=sys.stderr)
+                    _print_runs(args, runs)
+                raise
+            runs.append(figures)
+    _print_runs(args, runs)
+    return 0
+
+
+def _print_runs(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
+    from sopgraph.evals.bench_triage import summarize_runs
+
     if args.repeat == 1:
         figures = runs[0]
         if args.json:
@@ -202,13 +215,12 @@ def cmd_bench_triage(args: argparse.Namespace) -> int:
         else:
             for k, v in figures.items():
                 print(f"{k}: {v}")
-        return 0
+        return
     summary = summarize_runs(runs)
     if args.json:
         print(json.dumps({"summary": summary, "runs": runs}, indent=2))
     else:
         _print_repeated(summary, runs)
-    return 0
 
 
 def _print_repeated(summary: dict[str, Any], runs: list[dict[str, Any]]) -> None:

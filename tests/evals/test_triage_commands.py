@@ -122,3 +122,34 @@ def test_demo_prints_table_and_writes_report(fc_home, tmp_path):  # noqa: F811
     html = report.read_text()
     assert html.count("<section class=alarm") == 6
     assert "observed" in html and "threshold" in html
+
+
+def test_bench_triage_repeat_keeps_finished_runs_when_one_fails(fc_home, monkeypatch, capsys):  # noqa: F811
+    import argparse
+
+    from sopgraph import cli_eval
+    from sopgraph.evals import bench_triage as bench
+
+    monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
+    calls = []
+
+    async def one_then_fail(sop, scenarios, **kw):
+        calls.append(len(scenarios))
+        if len(calls) > 1:
+            raise RuntimeError("server died")
+        figures = {"overhead_ratio": 2.5, "p99_over_p50": 3.0, "durable": {"vs_memory": 0.9}}
+        return figures | {"targets": bench.check_targets(figures)}
+
+    monkeypatch.setattr(bench, "bench_triage", one_then_fail)
+    args = argparse.Namespace(checkpoint="memory", arch="direct", alarms=4, concurrency=2,
+                              workers=0, repeat=3, json=True)  # fmt: skip
+    with pytest.raises(RuntimeError, match="server died"):
+        cli_eval.cmd_bench_triage(args)
+    assert calls == [4, 4]
+    out = capsys.readouterr()
+    assert "stopped after 1 of 3 runs" in out.err
+    printed = json.loads(out.out)
+    assert (
+        printed["summary"]["runs"] == 1
+        and printed["summary"]["targets_met_in_runs"]["all_met"] == 1
+    )
