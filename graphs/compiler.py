@@ -25,7 +25,7 @@ from sopgraph.graphs.routing import fired_children, unmatched_reason
 from sopgraph.graphs.services import Services
 from sopgraph.graphs.state import RunState
 from sopgraph.graphs.telemetry import node_span, record_action, record_outcome
-from sopgraph.graphs.topology import nodes_in_cycles, parents_of
+from sopgraph.graphs.topology import nodes_in_cycles, parents_of, reachable
 from sopgraph.nodes.action import decide_approval
 from sopgraph.nodes.executor import ExecutorChain, Unavailable
 from sopgraph.nodes.tool_node import ToolExecutor
@@ -214,8 +214,20 @@ class _NodeRunner:
         return Command(update=update, goto=children)
 
 
-def compile_sop(sop: Sop, services: Services, checkpointer: Any = None, name: str | None = None):
-    """Build and compile the LangGraph for ``sop``.
+def compile_sop(
+    sop: Sop,
+    services: Services,
+    checkpointer: Any = None,
+    name: str | None = None,
+    entries: list[str] | None = None,
+):
+    """Build and compile the LangGraph for ``sop``; with ``entries``, only the nodes those entry
+    nodes reach (a run that starts there never leaves them).
+
+    LangGraph's work per run and per superstep grows with the graph's channels (one per node):
+    the fresh read of the entry route copies every channel, and each superstep visits them. A run
+    started on an entry's graph keeps the same node ids, state and checkpoints as on the whole
+    SOP's graph, which can read and continue it (resume, Studio, the LangGraph server).
 
     Example:
         >>> graph = compile_sop(load_sop("examples/service_interruption"), services)
@@ -225,13 +237,17 @@ def compile_sop(sop: Sop, services: Services, checkpointer: Any = None, name: st
     builder = StateGraph(RunState, input_schema=graph_input_typeddict(sop))
     parents = parents_of(sop)
     cyclic = nodes_in_cycles(sop)
+    keep = set(reachable(sop, entries)) if entries is not None else set(sop.nodes)
     for nid, node in sop.nodes.items():
+        if nid not in keep:
+            continue
         dests = tuple(node.next.children()) or (END,)
         builder.add_node(
             nid, _NodeRunner(node, services, parents[nid], nid in cyclic), destinations=dests
         )
 
-    entries = list(dict.fromkeys(n for ids in sop.entry.values() for n in ids))
+    if entries is None:
+        entries = list(dict.fromkeys(n for ids in sop.entry.values() for n in ids))
 
     # async: LangGraph runs a sync router in its thread pool, one thread hop per run
     async def route_entry(state: RunState) -> list[str]:

@@ -17,7 +17,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field, computed_field
 
 from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop
-from sopgraph.graphs.input_schema import InputError, validate_run_input
+from sopgraph.graphs.input_schema import InputError, entry_nodes, validate_run_input
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Sop, Verdict
 from sopgraph.graphs.services import Services
@@ -183,7 +183,9 @@ class Session:
             router=router if router is not None else default_router(model),
         )
         self._stack = AsyncExitStack()
-        self.graph = None
+        self.graph = None  # the whole SOP: reads, resumes and continued runs
+        self._saver: Any = None
+        self._entry_graphs: dict[tuple[str, ...], Any] = {}  # new runs, by entry nodes
 
     async def __aenter__(self) -> Session:
         saver = await self._stack.enter_async_context(open_checkpointer(self.checkpoint))
@@ -191,6 +193,7 @@ class Session:
         if hasattr(saver, "in_flight"):  # LoopSqliteSaver: see its aput_writes
             saver.in_flight = self.services.in_flight
         self.graph = compile_sop(self.sop, self.services, checkpointer=saver)
+        self._saver = saver
         if self.pool is not None and self.pool.servers:
             await self.pool.start()
             self._stack.push_async_callback(self.pool.close)
@@ -234,17 +237,30 @@ class Session:
         """Run the supersteps; the final state (with ``__interrupt__``) when ainvoke gave it."""
         # Checkpoints in memory die with the process: writing one per superstep buys nothing.
         durability = "exit" if self.in_memory else "sync"
+        graph = self.graph
+        if isinstance(payload, dict):  # a new run: on the graph of the nodes its entry reaches
+            graph = self._entry_graph(entry_nodes(self.sop, payload["input"]))
         if on_step is None:
-            final = await self.graph.ainvoke(payload, config, durability=durability)
+            final = await graph.ainvoke(payload, config, durability=durability)
             return final if isinstance(final, dict) else None
         # Streaming updates runs the same supersteps as ainvoke and yields each node's update.
-        async for chunk in self.graph.astream(
+        async for chunk in graph.astream(
             payload, config, stream_mode="updates", durability=durability
         ):
             for node, update in chunk.items():
                 if node != "__interrupt__" and update:
                     await on_step(node, update)
         return None
+
+    def _entry_graph(self, entries: list[str]) -> Any:
+        """The graph of the nodes ``entries`` reach, compiled at its first run (see
+        ``compile_sop``); the whole SOP's graph reads and continues its runs."""
+        key = tuple(entries)
+        graph = self._entry_graphs.get(key)
+        if graph is None:
+            graph = compile_sop(self.sop, self.services, self._saver, entries=entries)
+            self._entry_graphs[key] = graph
+        return graph
 
     async def run(
         self,

@@ -354,6 +354,34 @@ async def test_gated_action_pauses_and_resumes(tmp_path, decision, child):
     assert done.actions[0]["approved"] is (decision == "approve")
 
 
+TWO_ENTRIES = {
+    "id": "two_entries",
+    "entry": {"alarm": ["check"], "other": ["other_check"]},
+    "nodes": {
+        **GATED["nodes"],
+        "other_check": _obs({"true": ["other_act"]}),
+        "other_act": _act(),
+    },
+}
+
+
+async def test_a_run_starts_on_its_entrys_graph_and_the_whole_graph_resumes_it(tmp_path):
+    tools = {"check": "return Verdict(value=True)", "other_check": "return Verdict(value=True)"}
+    root = make_sop(tmp_path / "sop", TWO_ENTRIES, tools)
+    async with Session(root, mcp=False) as s:
+        paused = await s.run({"type": "alarm"}, thread_id="t1")
+        (entry_graph,) = s._entry_graphs.values()
+        # only what the entry reaches: the other entry's nodes are not in the run's graph
+        assert set(entry_graph.nodes) - {"__start__"} == set(GATED["nodes"])
+        assert set(s.graph.nodes) - {"__start__"} == set(TWO_ENTRIES["nodes"])
+        assert paused.status == "interrupted" and paused.path == ["check"]
+        done = await s.resume("t1", "approve")  # on the whole SOP's graph
+        other = await s.run({"type": "other"})
+        assert len(s._entry_graphs) == 2
+    assert done.status == "done" and done.path == ["check", "standby", "confirm_standby"]
+    assert other.status == "done" and other.path == ["other_check", "other_act"]
+
+
 async def test_approval_policy_skips_the_pause(tmp_path):
     root = make_sop(tmp_path / "sop", GATED, {"check": "return Verdict(value=True)"})
     async with Session(root, mcp=False, approval="approve") as s:
