@@ -184,7 +184,6 @@ class Session:
         )
         self._stack = AsyncExitStack()
         self.graph = None  # the whole SOP: reads, resumes and continued runs
-        self._saver: Any = None
         self._entry_graphs: dict[tuple[str, ...], Any] = {}  # new runs, by entry nodes
 
     async def __aenter__(self) -> Session:
@@ -193,7 +192,6 @@ class Session:
         if hasattr(saver, "in_flight"):  # LoopSqliteSaver: see its aput_writes
             saver.in_flight = self.services.in_flight
         self.graph = compile_sop(self.sop, self.services, checkpointer=saver)
-        self._saver = saver
         if self.pool is not None and self.pool.servers:
             await self.pool.start()
             self._stack.push_async_callback(self.pool.close)
@@ -258,7 +256,7 @@ class Session:
         key = tuple(entries)
         graph = self._entry_graphs.get(key)
         if graph is None:
-            graph = compile_sop(self.sop, self.services, self._saver, entries=entries)
+            graph = compile_sop(self.sop, self.services, self.graph.checkpointer, entries=entries)
             self._entry_graphs[key] = graph
         return graph
 
