@@ -31,6 +31,16 @@ from sopgraph.nodes.executor import ExecutorChain, Unavailable
 from sopgraph.nodes.tool_node import ToolExecutor
 
 APPROVAL_POLICIES = ("ask", "approve", "reject")
+# the configurable key of a continued run's journaled node results, by ``journal_key``
+REPLAY = "sopgraph_replay"
+
+
+def journal_key(config: RunnableConfig) -> tuple[int, str]:
+    """A node task's place in its run: the superstep and the task's path of node names
+    (LangGraph's checkpoint namespace without its task ids, which differ on a continuation)."""
+    meta = config.get("metadata") or {}
+    ns = str(meta.get("langgraph_checkpoint_ns", ""))
+    return int(meta.get("langgraph_step", 0)), "|".join(p.split(":")[0] for p in ns.split("|"))
 
 
 def _takes_nodes(router: Any) -> bool:
@@ -68,19 +78,31 @@ class _NodeRunner:
             return Command(update={"trail": [step], "bounded": {node.id: reason}}, goto=[])
         if visits and not self.in_cycle:
             return Command(goto=[])  # already decided when another parent reached it
-        run_id = str((config.get("configurable") or {}).get("thread_id", ""))
+        conf = config.get("configurable") or {}
+        run_id = str(conf.get("thread_id", ""))
+        journal = self.services.journal
+        if journal is not None:
+            key = journal_key(config)
+            replay = conf.get(REPLAY)
+            if replay is not None and key in replay:  # a continued run: this node had finished
+                return Command(**replay[key])
+            await journal.asettle(run_id)  # the results this node follows are on file
         ctx = self.services.context(node, state, run_id, self.parents)
         in_flight = self.services.in_flight
         in_flight[run_id] += 1
         try:
             with node_span(node.id, node.kind) as span:
                 if node.is_action:
-                    return await self._action(ctx, config, span)
-                return await self._decide(ctx, span)
+                    command = await self._action(ctx, config, span)
+                else:
+                    command = await self._decide(ctx, span)
         finally:
             in_flight[run_id] -= 1
             if not in_flight[run_id]:
                 del in_flight[run_id]
+        if journal is not None:  # on file before the run's next node starts
+            journal.journal_node(run_id, *key, {"update": command.update, "goto": command.goto})
+        return command
 
     async def _decide(self, ctx, span) -> Command:
         node = self.node

@@ -1,7 +1,10 @@
 """Run compiled SOPs durably: a session per SOP keeps MCP servers, registry and checkpointer open.
 
-Every superstep is checkpointed (SQLite by default) before the next starts, so a run that was
-killed resumes on the same thread id without re-running the nodes that had completed.
+A run that was killed resumes on the same thread id without re-running the nodes that had
+completed. With SQLite checkpoints (the default) each node's result is journaled before the next
+node starts and LangGraph checkpoints when the invocation ends or pauses; a continued run gives
+the journaled results back instead of running those nodes (``graphs/sqlite_saver.py``). Other
+stores (Postgres) are checkpointed every superstep (``durability="sync"``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, Literal
 from langgraph.types import Command
 from pydantic import BaseModel, Field, computed_field
 
-from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop
+from sopgraph.graphs.compiler import APPROVAL_POLICIES, REPLAY, compile_sop
 from sopgraph.graphs.input_schema import InputError, entry_nodes, validate_run_input
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Sop, Verdict
@@ -153,6 +156,7 @@ class Session:
         lm: Any = None,
         mcp: bool = True,
         mcp_pool: Any = None,
+        journal: bool = True,
     ):
         if approval not in APPROVAL_POLICIES:
             raise InputError(f"approval policy must be one of {', '.join(APPROVAL_POLICIES)}")
@@ -161,6 +165,8 @@ class Session:
         self.approval = approval
         self.checkpoint = checkpoint
         self.in_memory = str(checkpoint) == "memory"  # checkpoints die with the process
+        self.use_journal = journal  # SQLite: journal nodes, checkpoint per invocation (above)
+        self.journal: Any = None  # the SQLite saver, when it journals this session's runs
         self.registry = Registry(self.sop_dir / "tools")
         self.log = InvocationLog(log_path or home_dir() / "invocations.sqlite")
         if mcp_pool is not None:  # e.g. evals.in_process_mcp for a lower-bound benchmark
@@ -191,6 +197,8 @@ class Session:
         self._hold_log_rows(saver)
         if hasattr(saver, "in_flight"):  # LoopSqliteSaver: see its aput_writes
             saver.in_flight = self.services.in_flight
+            if self.use_journal:
+                self.journal = self.services.journal = saver
         self.graph = compile_sop(self.sop, self.services, checkpointer=saver)
         if self.pool is not None and self.pool.servers:
             await self.pool.start()
@@ -233,8 +241,9 @@ class Session:
         self, payload: Any, config: dict[str, Any], on_step: StepCallback | None
     ) -> dict[str, Any] | None:
         """Run the supersteps; the final state (with ``__interrupt__``) when ainvoke gave it."""
-        # Checkpoints in memory die with the process: writing one per superstep buys nothing.
-        durability = "exit" if self.in_memory else "sync"
+        # Checkpoints in memory die with the process: writing one per superstep buys nothing;
+        # a journaled run's nodes are on file as they finish.
+        durability = "exit" if self.in_memory or self.journal is not None else "sync"
         graph = self.graph
         if isinstance(payload, dict):  # a new run: on the graph of the nodes its entry reaches
             graph = self._entry_graph(entry_nodes(self.sop, payload["input"]))
@@ -278,6 +287,10 @@ class Session:
         thread_id = thread_id or new_thread_id()
         config = self._config(thread_id, approval, approver)
         snapshot = None if fresh else await self.graph.aget_state(config)
+        if not fresh and self.journal is not None:
+            killed = self.journal.unfinished_invocation(thread_id, checkpoint_id(snapshot))
+            if killed is not None:
+                return await self._continue_journaled(thread_id, killed, on_step, snapshot)
         if snapshot is not None and snapshot.values:
             if snapshot.next and not snapshot.interrupts:
                 return await self._invoke(None, config, on_step, "continue", snapshot)
@@ -315,8 +328,35 @@ class Session:
                 raise InputError(f"run {thread_id!r} has no pending interrupt {interrupt_id!r}")
             ids = [interrupt_id]
         answer = {"decision": decision, "by": approver} if approver else decision
+        if self.journal is not None:
+            killed = self.journal.unfinished_invocation(thread_id, checkpoint_id(snapshot))
+            if killed is not None:  # answered before, and that resume was killed
+                if killed.kind == "resume" and all(
+                    decide_approval(a) == decide_approval(decision) for a in killed.payload.values()
+                ):
+                    return await self._continue_journaled(thread_id, killed, on_step, snapshot)
+                raise InputError(
+                    f"run {thread_id!r} was already answered and continued by a process that "
+                    f"was stopped; finish it with `sopgraph run --thread {thread_id}` (or "
+                    "run_sop with its thread id), which repeats no finished node"
+                )
         resume = Command(resume={i: answer for i in ids})
         return await self._invoke(resume, config, on_step, "resume", snapshot)
+
+    async def _continue_journaled(
+        self, thread_id: str, killed: Any, on_step: StepCallback | None, snapshot: Any
+    ) -> RunResult:
+        """Run a killed invocation again as it was recorded; each node it had finished gives
+        back its journaled result instead of running (``graphs.compiler.REPLAY``)."""
+        conf = killed.configurable
+        config = self._config(thread_id, conf.get("approval"), conf.get("approver"))
+        config["configurable"][REPLAY] = self.journal.journaled_nodes(thread_id)
+        payload = {
+            "start": lambda p: {"input": p},
+            "resume": lambda p: Command(resume=p),
+            "continue": lambda p: None,
+        }[killed.kind](killed.payload)
+        return await self._invoke(payload, config, on_step, "continue", snapshot)
 
     async def _invoke(
         self,
@@ -332,6 +372,15 @@ class Session:
         each checkpoint keeps its invocation's traceparent so the next root links back to it.
         """
         thread_id = config["configurable"]["thread_id"]
+        if self.journal is not None and REPLAY not in config["configurable"]:
+            kind, recorded = "continue", None
+            if isinstance(payload, dict):
+                kind, recorded = "start", payload["input"]
+            elif isinstance(payload, Command):
+                kind, recorded = "resume", payload.resume
+            self.journal.journal_invocation(
+                thread_id, checkpoint_id(snapshot), kind, recorded, config["configurable"]
+            )
         previous = ((snapshot.metadata or {}) if snapshot else {}).get("traceparent")
         with workflow_span(self.sop.id, thread_id, invocation, previous) as span:
             traceparent = current_traceparent()
@@ -391,6 +440,13 @@ class Session:
             resumed=resumed,
             stored=stored,
         )
+
+
+def checkpoint_id(snapshot: Any) -> str:
+    """The id of the checkpoint a ``StateSnapshot`` shows ("" for none, or no snapshot)."""
+    if snapshot is None:
+        return ""
+    return str((snapshot.config or {}).get("configurable", {}).get("checkpoint_id") or "")
 
 
 def open_checkpointer(spec: str | Path | None):

@@ -42,6 +42,9 @@ class Services:
     # SOP nodes running now, per thread: a durable checkpointer commits a finished node's
     # writes at once only while another node of its run still runs (graphs/sqlite_saver.py)
     in_flight: Counter[str] = field(default_factory=Counter)
+    # a durable store's node journal (graphs/sqlite_saver.py): each node's result is on file
+    # before the next node starts, and given back instead of running it when a run continues
+    journal: Any = None
 
     def context(
         self, node: Node, state: dict[str, Any], run_id: str, parents: list[str]

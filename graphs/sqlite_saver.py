@@ -21,14 +21,27 @@ stored at all (``superseded``): a resume starts from that checkpoint and never r
 are half a superstep's SQLite work. What is lost is their copy in the history: a past
 checkpoint's ``StateSnapshot.tasks`` shows no ``result`` (LangGraph's ``durability="exit"``
 keeps none either). Interrupts, errors, resumes and Command updates are always stored.
+
+The journal: a ``Session`` drives runs with ``durability="exit"`` (LangGraph checkpoints once,
+when the invocation ends or pauses) and records instead what a resume needs: each invocation's
+payload (``journal_invocation``) and each node's result (``journal_node``), committed before the
+run's next node starts (``asettle`` waits for it), with the checkpoint, or within ``HOLD_S``,
+whichever comes first; the rows of all the runs that finished a node in one event-loop turn
+share one commit. The rows stay with their thread (``delete_thread`` removes them). A run
+killed before its checkpoint is continued by running the invocation again with the recorded
+results given back in place of running those nodes (``graphs.compiler``). LangGraph's
+per-superstep checkpoint (the copy of every channel, the blob and its row) is the cost this
+saves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, closing, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -45,6 +58,14 @@ from sopgraph.graphs.sqlite_wal import WalCheckpoints, use_wal
 
 BUSY_TIMEOUT_S = 30.0  # workers sharing the file wait for each other's commits
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # LangGraph's, for writes no node made
+JOURNAL_SQL = """
+CREATE TABLE IF NOT EXISTS sopgraph_invocations (
+    thread_id TEXT NOT NULL, parent TEXT NOT NULL, kind TEXT NOT NULL,
+    type TEXT, payload BLOB, configurable TEXT NOT NULL, PRIMARY KEY (thread_id, parent));
+CREATE TABLE IF NOT EXISTS sopgraph_nodes (
+    thread_id TEXT NOT NULL, step INTEGER NOT NULL, task TEXT NOT NULL,
+    type TEXT, value BLOB, PRIMARY KEY (thread_id, step, task));
+"""
 HOLD_S = 0.002  # the longest a finished node's writes wait while another node of its run runs
 STEP_END_S = 0.05  # the longest they wait for their superstep's checkpoint otherwise
 
@@ -73,11 +94,19 @@ class LoopSqliteSaver(SqliteSaver):
     _timer_at = 0.0
     _soon: asyncio.Handle | None = None  # the commit of held checkpoints, on the next turn
     _batch = False  # inside write_held: the cursors leave the commit to it
+    # journal rows waiting for the next commit: (table's statement, row, the future or None)
+    _journal: list[tuple[str, tuple[Any, ...], asyncio.Future[None] | None]]
 
     def __init__(self, conn: sqlite3.Connection, **kw: Any):
         super().__init__(conn, **kw)
         self._held = []
         self._puts = []
+        self._journal = []
+
+    def setup(self) -> None:
+        if not self.is_setup:  # the caller (SqliteSaver.cursor) may hold self.lock
+            super().setup()
+            self.conn.executescript(JOURNAL_SQL)
 
     @contextmanager
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
@@ -98,15 +127,19 @@ class LoopSqliteSaver(SqliteSaver):
         self._timer = self._soon = None
         held, self._held = self._held, []
         puts, self._puts = self._puts, []
+        journal, self._journal = self._journal, []
         if due_only:
             held = self._keep_undue(held, {a[0]["configurable"]["thread_id"] for a, _ in puts})
-        if not held and not puts:
+        if not held and not puts and not journal:
             return
         try:
             if self.before_write is not None:
                 self.before_write()
             self._batch = True
             try:
+                for sql, row, _ in journal:
+                    if sql:
+                        self.conn.execute(sql, row)
                 checkpoints = [args for args, _ in puts]
                 for _, args in held:
                     if not any(superseded(args, put) for put in checkpoints):
@@ -121,12 +154,16 @@ class LoopSqliteSaver(SqliteSaver):
                 self.conn.commit()
         except BaseException as exc:
             self._held[:0] = held  # kept for the next commit to try again
-            for _, fut in puts:
+            self._journal[:0] = [(sql, row, None) for sql, row, _ in journal if sql]
+            for fut in [f for _, f in puts] + [f for *_, f in journal if f is not None]:
                 if not fut.done():
                     fut.set_exception(exc)
             raise
         if self.wal is not None:
             self.wal.committed()
+        for *_, fut in journal:
+            if fut is not None and not fut.done():
+                fut.set_result(None)
         for (_, fut), config in zip(puts, saved, strict=True):
             if not fut.done():  # its run may have been cancelled meanwhile
                 fut.set_result(config)
@@ -156,7 +193,9 @@ class LoopSqliteSaver(SqliteSaver):
         the read names no thread), so a read sees every write this saver was given."""
         thread = ((config or {}).get("configurable") or {}).get("thread_id")
         configs = [args[0] for _, args in self._held] + [args[0] for args, _ in self._puts]
-        if any(thread is None or c["configurable"]["thread_id"] == thread for c in configs):
+        if self._journal or any(
+            thread is None or c["configurable"]["thread_id"] == thread for c in configs
+        ):
             self.write_held()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -191,13 +230,16 @@ class LoopSqliteSaver(SqliteSaver):
         loop = asyncio.get_running_loop()
         saved = loop.create_future()
         self._puts.append(((config, checkpoint, metadata, new_versions), saved))
+        self._commit_soon(loop)
+        return await saved
+
+    def _commit_soon(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._soon is None:  # the commit on the next turn takes the held writes too
             self._soon = loop.call_soon(self._commit_due)
-        return await saved
 
     def _commit_due(self) -> None:
         """The commit of the held checkpoints (on the next turn) or of the writes due."""
-        waiting = bool(self._puts)
+        waiting = bool(self._puts) or any(f is not None for *_, f in self._journal)
         try:
             self.write_held(due_only=True)
         except Exception:
@@ -227,10 +269,88 @@ class LoopSqliteSaver(SqliteSaver):
         self.write_held()
         self.delete_thread(thread_id)
 
+    def delete_thread(self, thread_id: str) -> None:
+        super().delete_thread(thread_id)
+        with self.lock, self.conn:
+            for table in ("sopgraph_invocations", "sopgraph_nodes"):
+                self.conn.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
+
+    # -- the journal (see the module's docstring) --------------------------------------------
+
+    def journal_invocation(
+        self, thread_id: str, parent: str, kind: str, payload: Any, configurable: dict[str, Any]
+    ) -> None:
+        """Record an invocation of ``thread_id`` from its checkpoint ``parent`` ("" for none):
+        ``kind`` start (``payload`` the input), resume (the answers) or continue; the
+        ``configurable`` JSON values it ran with. Committed with the first node's result; a
+        second invocation from the same checkpoint (a continuation) keeps the first record."""
+        conf = json.dumps({k: v for k, v in configurable.items() if k in JOURNAL_CONFIG})
+        row = (thread_id, parent, kind, *self.serde.dumps_typed(payload), conf)
+        self._journal.append((INSERT_INVOCATION, row, None))
+
+    def journal_node(self, thread_id: str, step: int, task: str, value: Any) -> None:
+        """Record a node's result at ``step`` (``task``: the node's path in the graph). It is
+        committed within ``HOLD_S``, with the thread's checkpoint, or when the run's next node
+        starts (``asettle``), whichever comes first: the rows of the runs that finished a node
+        meanwhile share that commit."""
+        row = (thread_id, step, task, *self.serde.dumps_typed(value))
+        self._journal.append((INSERT_NODE, row, None))
+        self._arm(asyncio.get_running_loop().time() + HOLD_S)
+
+    async def asettle(self, thread_id: str) -> None:
+        """Return once every journal row of ``thread_id`` is committed (a node of the run is
+        about to start: no node runs before the results it follows are on file)."""
+        if not any(row and row[0] == thread_id for _, row, _ in self._journal):
+            return
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        self._journal.append(("", (), done))  # a marker: answered by the commit
+        self._commit_soon(loop)
+        await done
+
+    def unfinished_invocation(self, thread_id: str, parent: str) -> Invocation | None:
+        """The invocation of ``thread_id`` that started from checkpoint ``parent`` ("" for a
+        thread with none) and never wrote its own: a run killed before it ended or paused."""
+        if self._journal:
+            self.write_held()
+        row = self.conn.execute(
+            "SELECT kind, type, payload, configurable FROM sopgraph_invocations "
+            "WHERE thread_id = ? AND parent = ?",
+            (thread_id, parent),
+        ).fetchone()
+        if row is None:
+            return None
+        kind, type_, payload, conf = row
+        return Invocation(kind, self.serde.loads_typed((type_, payload)), json.loads(conf))
+
+    def journaled_nodes(self, thread_id: str) -> dict[tuple[int, str], Any]:
+        """(step, task) -> the result ``journal_node`` recorded, for every node of the thread."""
+        if self._journal:
+            self.write_held()
+        rows = self.conn.execute(
+            "SELECT step, task, type, value FROM sopgraph_nodes WHERE thread_id = ?", (thread_id,)
+        )
+        return {(step, task): self.serde.loads_typed((t, v)) for step, task, t, v in rows}
+
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, Any]:
         return self.get_delta_channel_history(config=config, channels=channels)
+
+
+# what an invocation's run config keeps for its continuation (Session._config)
+JOURNAL_CONFIG = ("approval", "approver")
+INSERT_INVOCATION = "INSERT OR IGNORE INTO sopgraph_invocations VALUES (?, ?, ?, ?, ?, ?)"
+INSERT_NODE = "INSERT OR REPLACE INTO sopgraph_nodes VALUES (?, ?, ?, ?, ?)"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A journaled invocation: ``kind`` start | resume | continue, its payload and config."""
+
+    kind: str
+    payload: Any
+    configurable: dict[str, Any]
 
 
 def superseded(writes: tuple[Any, ...], put: tuple[Any, ...]) -> bool:

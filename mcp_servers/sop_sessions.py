@@ -71,6 +71,13 @@ class Hub:
         session = await self.session(sop_id)
         snapshot = await session.graph.aget_state({"configurable": {"thread_id": run_id}})
         if not snapshot.values:
+            journal = session.journal  # a run killed before its first checkpoint
+            if journal is not None and journal.unfinished_invocation(run_id, "") is not None:
+                raise ToolError(
+                    f"run {run_id!r} was stopped before it finished; continue it with run_sop "
+                    f"(sop_id {sop_id!r}, thread_id {run_id.partition(':')[2]!r}), which "
+                    "repeats no finished node"
+                )
             raise ToolError(f"no run {run_id!r}; start one with run_sop")
         return session
 

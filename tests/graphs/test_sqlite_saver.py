@@ -6,10 +6,12 @@ import asyncio
 import sqlite3
 import sys
 
+import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from sop_factory import make_sop
 
 from sopgraph.graphs import sqlite_saver
+from sopgraph.graphs.input_schema import InputError
 from sopgraph.graphs.runner import Session
 from sopgraph.graphs.sqlite_saver import (
     HOLD_S,
@@ -146,16 +148,33 @@ async def test_a_node_whose_sibling_runs_is_committed_within_hold_s(tmp_path):
         assert sorted(_stored_writes(path)) == [(TASK, "trail"), (OTHER, "visits")]
 
 
-async def test_a_run_commits_a_finished_branch_while_its_sibling_runs(tmp_path, monkeypatch):
-    """End to end on a compiled SOP: while one branch's tool waits, the session counts it as
-    running and the other branch's finished node is on file within HOLD_S (its writes, for a
-    resume), not held for the superstep's checkpoint; once both end, the count is empty."""
+def _gate_module(tmp_path, monkeypatch, name: str) -> None:
+    """A module ``name`` with an ``asyncio.Event`` GATE that the SOP's tools (run by the session)
+    and the test share; the session's home under ``tmp_path``."""
     monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
     shared = tmp_path / "modules"
     shared.mkdir()
-    (shared / "slow_gate.py").write_text("import asyncio\nGATE = asyncio.Event()\n")
+    (shared / f"{name}.py").write_text("import asyncio\nGATE = asyncio.Event()\n")
     monkeypatch.syspath_prepend(str(shared))
-    monkeypatch.delitem(sys.modules, "slow_gate", raising=False)
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def _journaled(path) -> list[tuple[int, str]]:
+    """(step, task) of the node results another connection sees in the journal."""
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT step, task FROM sopgraph_nodes ORDER BY step").fetchall()
+
+
+@pytest.mark.parametrize("journal", [True, False], ids=["journal", "checkpoint-per-step"])
+async def test_a_run_commits_a_finished_branch_while_its_sibling_runs(
+    tmp_path, monkeypatch, journal
+):
+    """End to end on a compiled SOP: while one branch's tool waits, the other branch's finished
+    node is on file (for a resume) and the session counts the waiting one as running; once both
+    end, the count is empty. Journaled: the node's result is a journal row, committed within
+    HOLD_S although its sibling still runs. Checkpointed every superstep: its writes, within HOLD_S, not held for the
+    superstep's checkpoint."""
+    _gate_module(tmp_path, monkeypatch, "slow_gate")
     # without the sibling rule quick's writes would wait this long for the step's checkpoint
     monkeypatch.setattr(sqlite_saver, "STEP_END_S", 60.0)
     nodes = {
@@ -171,17 +190,76 @@ async def test_a_run_commits_a_finished_branch_while_its_sibling_runs(tmp_path, 
         {"first": ok, "slow": slow, "quick": ok},
     )
     path = tmp_path / "ck.sqlite"
-    async with Session(root, checkpoint=str(path), mcp=False) as s:
+
+    def quick_on_file() -> bool:
+        if journal:
+            return any(task == "quick" for _, task in _journaled(path))
+        return len({t for t, c in _stored_writes(path) if c == "trail"}) == 1
+
+    async with Session(root, checkpoint=str(path), mcp=False, journal=journal) as s:
         run = asyncio.create_task(s.run({"type": "alarm"}, thread_id="t1"))
-        for _ in range(500):  # until quick's writes are on file (or 5 s)
-            if any(c == "trail" for _, c in _stored_writes(path)):
+        for _ in range(500):  # until quick's result is on file (or 5 s)
+            if quick_on_file():
                 break
             await asyncio.sleep(0.01)
         assert s.services.in_flight == {"t1": 1}  # slow
-        assert len({t for t, c in _stored_writes(path) if c == "trail"}) == 1  # quick's alone
+        assert quick_on_file()
+        if journal:  # first and quick, each at its superstep; no checkpoint yet
+            assert _journaled(path) == [(1, "first"), (2, "quick")]
+            assert _stored_writes(path) == []
         import slow_gate
 
         slow_gate.GATE.set()
         result = await run
     assert result.status == "done" and set(result.path) == {"first", "slow", "quick"}
     assert s.services.in_flight == {}
+
+
+async def test_a_stopped_resume_is_continued_from_the_journal(tmp_path, monkeypatch):
+    """A resume whose gated action ran (its result journaled) and whose process then stopped
+    mid-way (here: the next node waits forever; a second session on the same files stands in
+    for the new process) is continued by that session: the approval recorded with the resume
+    is used, the action is not performed again, and a different answer is refused."""
+    _gate_module(tmp_path, monkeypatch, "stuck_gate")
+    marker = tmp_path / "act_runs"
+    nodes = {
+        "first": {"kind": "observation", "text": "first", "next": {"true": ["act"]}},
+        "act": {
+            "kind": "action",
+            "text": "act",
+            "approval": "required",
+            "cost": "high",
+            "next": {"true": ["stuck"]},
+        },
+        "stuck": {"kind": "root_cause", "text": "stuck"},
+    }
+    tools = {
+        "first": "return Verdict(value=True)",
+        "act": f"open({str(marker)!r}, 'a').write('x')\nreturn Verdict(value=True)",
+        "stuck": "import stuck_gate\nawait stuck_gate.GATE.wait()\nreturn Verdict(value=True)",
+    }
+    sop = {"id": "gated_journal", "entry": {"alarm": ["first"]}, "nodes": nodes}
+    root = make_sop(tmp_path / "sop", sop, tools)
+    path = str(tmp_path / "ck.sqlite")
+    async with Session(root, checkpoint=path, mcp=False) as first:
+        paused = await first.run({"type": "alarm"}, thread_id="t1")
+        assert paused.status == "interrupted"
+        stopped = asyncio.create_task(first.resume("t1", "approve", approver="ann"))
+        for _ in range(500):  # until the action ran and its result is on file (or 5 s)
+            if marker.exists() and any(t == "act" for _, t in _journaled(path)):
+                break
+            await asyncio.sleep(0.01)
+        assert marker.read_text() == "x"
+        async with Session(root, checkpoint=path, mcp=False) as second:
+            with pytest.raises(InputError, match="already answered"):
+                await second.resume("t1", "reject")
+            import stuck_gate
+
+            stuck_gate.GATE.set()
+            done = await second.run({"type": "alarm"}, thread_id="t1")
+        stopped.cancel()
+        await asyncio.gather(stopped, return_exceptions=True)
+    assert done.status == "done" and done.resumed
+    assert done.path == ["first", "act", "stuck"]
+    assert [(a["node"], a["approver"]) for a in done.actions] == [("act", "ann")]
+    assert marker.read_text() == "x"  # performed once
