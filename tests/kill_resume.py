@@ -59,6 +59,7 @@ class KillResume:
     run_id: str = ""  # the run's thread in the checkpoint store (server variant: sop:thread)
     sub_servers: list[str] = field(default_factory=list)  # the killed server's child processes
     orphans: list[str] = field(default_factory=list)  # those still alive after the kill
+    get_run: str = ""  # what get_run said of the killed run on the new server, before run_sop
 
 
 def _cli(home: Path, *args: str) -> subprocess.Popen:
@@ -156,6 +157,7 @@ async def kill_server_mid_tool_then_resume(
     run_id = f"{sop_id}:{thread}"
     before = _completed(home, run_id)
     with _Server(env, checkpoint, tmp_path / "server-2.log") as second:
+        said = await _get_run(second.url, run_id)
         result = await _run_sop(second.url, args)
     return KillResume(
         before,
@@ -166,6 +168,7 @@ async def kill_server_mid_tool_then_resume(
         run_id,
         [cmd for _, cmd in sub_servers],
         orphans,
+        said,
     )
 
 
@@ -175,6 +178,16 @@ async def _run_sop(url: str, args: dict[str, Any]) -> dict[str, Any]:
         result = await s.call_tool("run_sop", args)
     assert not result.isError, result.content
     return result.structuredContent
+
+
+async def _get_run(url: str, run_id: str) -> str:
+    """get_run's answer: the run's status, or the tool error's text."""
+    async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as s:
+        await s.initialize()
+        result = await s.call_tool("get_run", {"run_id": run_id})
+    if result.isError:
+        return " ".join(c.text for c in result.content if hasattr(c, "text"))
+    return f"status {result.structuredContent['status']}"
 
 
 class _Server:
