@@ -220,6 +220,11 @@ async def bench_triage(
         stored = await stack.enter_async_context(
             Session(sop_dir, checkpoint=durable, mcp_pool=session.pool, **kw)
         )
+        durability = (  # how the durable batch survives a kill (graphs/runner.py)
+            "node journal, a checkpoint per invocation"
+            if stored.journal is not None
+            else "a checkpoint per superstep"
+        )
         services = session.services
         inproc = InProcessMcp(sop_dir)
         floor = Services(**{**services.__dict__, "mcp": inproc, "log": None})
@@ -326,6 +331,7 @@ async def bench_triage(
         "cpu_ms_per_alarm": meters["memory"].per_alarm_ms(n),
         "durable": {
             "checkpoint": durable if durable.startswith("postgres") else "sqlite (WAL)",
+            "durability": durability,
             "alarms_per_s": round(aps["durable"], 1),
             "vs_memory": round(aps["durable"] / aps["memory"], 2),
             "cpu_ms_per_alarm": meters["durable"].per_alarm_ms(n),

@@ -40,6 +40,7 @@ async def test_figures_side_by_side(scenarios):
     assert 1 <= out["nodes_per_alarm"]["p50"] <= out["nodes_per_alarm"]["p99"]
     assert out["ms_per_node"]["p99_over_p50"] >= 1 and out["lower_bound_p99_over_p50"] >= 1
     assert out["durable"]["alarms_per_s"] > 0 and out["durable"]["vs_memory"] > 0
+    assert out["durable"]["durability"] == "node journal, a checkpoint per invocation"
     assert set(out["mcp_client"]) == {"lean", "sdk"}
     assert set(out["workers_alarms_per_s"]) == {"1"}
     assert out["machine"]["event_loop"] == "asyncio"  # pytest-asyncio's loop; the CLI runs uvloop
