@@ -66,7 +66,9 @@ CREATE TABLE IF NOT EXISTS sopgraph_nodes (
     thread_id TEXT NOT NULL, step INTEGER NOT NULL, task TEXT NOT NULL,
     type TEXT, value BLOB, PRIMARY KEY (thread_id, step, task));
 """
-HOLD_S = 0.002  # the longest a finished node's writes wait while another node of its run runs
+# the longest a finished node's writes wait while another node of its run runs, and the longest
+# a journal row waits for its commit
+HOLD_S = 0.002
 STEP_END_S = 0.05  # the longest they wait for their superstep's checkpoint otherwise
 
 

@@ -263,3 +263,28 @@ async def test_a_stopped_resume_is_continued_from_the_journal(tmp_path, monkeypa
     assert done.path == ["first", "act", "stuck"]
     assert [(a["node"], a["approver"]) for a in done.actions] == [("act", "ann")]
     assert marker.read_text() == "x"  # performed once
+
+
+async def test_a_paused_run_has_its_finished_siblings_writes_on_file(tmp_path, monkeypatch):
+    """A journaled run that pauses at a gated action while a sibling node finished in the same
+    superstep returns with the sibling's writes committed in the pause's checkpoint commit (a
+    thread's held writes go with its checkpoint, not after STEP_END_S): a process killed while
+    the run waits for approval repeats no node."""
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(sqlite_saver, "STEP_END_S", 60.0)
+    nodes = {
+        "first": {"kind": "observation", "text": "first", "next": {"true": ["act", "quick"]}},
+        "act": {"kind": "action", "text": "act", "approval": "required", "cost": "low"},
+        "quick": {"kind": "root_cause", "text": "quick"},
+    }
+    ok = "return Verdict(value=True)"
+    sop = {"id": "paused_sibling", "entry": {"alarm": ["first"]}, "nodes": nodes}
+    root = make_sop(tmp_path / "sop", sop, {"first": ok, "quick": ok})
+    path = tmp_path / "ck.sqlite"
+    async with Session(root, checkpoint=str(path), mcp=False) as s:
+        paused = await s.run({"type": "alarm"}, thread_id="t1")
+        assert paused.status == "interrupted"
+        stored = {c for _, c in _stored_writes(path)}
+        assert "trail" in stored and "__interrupt__" in stored, stored
+        done = await s.resume("t1", "approve")
+    assert done.status == "done" and sorted(done.path) == ["act", "first", "quick"]
