@@ -287,10 +287,9 @@ class Session:
         thread_id = thread_id or new_thread_id()
         config = self._config(thread_id, approval, approver)
         snapshot = None if fresh else await self.graph.aget_state(config)
-        if not fresh and self.journal is not None:
-            killed = self.journal.unfinished_invocation(thread_id, checkpoint_id(snapshot))
-            if killed is not None:
-                return await self._continue_journaled(thread_id, killed, on_step, snapshot)
+        killed = None if fresh else self._killed_invocation(thread_id, snapshot)
+        if killed is not None:
+            return await self._continue_journaled(thread_id, killed, on_step, snapshot)
         if snapshot is not None and snapshot.values:
             if snapshot.next and not snapshot.interrupts:
                 return await self._invoke(None, config, on_step, "continue", snapshot)
@@ -328,20 +327,25 @@ class Session:
                 raise InputError(f"run {thread_id!r} has no pending interrupt {interrupt_id!r}")
             ids = [interrupt_id]
         answer = {"decision": decision, "by": approver} if approver else decision
-        if self.journal is not None:
-            killed = self.journal.unfinished_invocation(thread_id, checkpoint_id(snapshot))
-            if killed is not None:  # answered before, and that resume was killed
-                if killed.kind == "resume" and all(
-                    decide_approval(a) == decide_approval(decision) for a in killed.payload.values()
-                ):
-                    return await self._continue_journaled(thread_id, killed, on_step, snapshot)
-                raise InputError(
-                    f"run {thread_id!r} was already answered and continued by a process that "
-                    f"was stopped; finish it with `sopgraph run --thread {thread_id}` (or "
-                    "run_sop with its thread id), which repeats no finished node"
-                )
+        killed = self._killed_invocation(thread_id, snapshot)
+        if killed is not None:  # answered before, and that resume was killed
+            if killed.kind == "resume" and all(
+                decide_approval(a) == decide_approval(decision) for a in killed.payload.values()
+            ):
+                return await self._continue_journaled(thread_id, killed, on_step, snapshot)
+            raise InputError(
+                f"run {thread_id!r} was already answered and continued by a process that "
+                f"was stopped; finish it with `sopgraph run --thread {thread_id}` (or "
+                "run_sop with its thread id), which repeats no finished node"
+            )
         resume = Command(resume={i: answer for i in ids})
         return await self._invoke(resume, config, on_step, "resume", snapshot)
+
+    def _killed_invocation(self, thread_id: str, snapshot: Any) -> Any:
+        """The journaled invocation of ``thread_id`` killed before its checkpoint, if any."""
+        if self.journal is None:
+            return None
+        return self.journal.unfinished_invocation(thread_id, checkpoint_id(snapshot))
 
     async def _continue_journaled(
         self, thread_id: str, killed: Any, on_step: StepCallback | None, snapshot: Any
@@ -351,11 +355,11 @@ class Session:
         conf = killed.configurable
         config = self._config(thread_id, conf.get("approval"), conf.get("approver"))
         config["configurable"][REPLAY] = self.journal.journaled_nodes(thread_id)
-        payload = {
-            "start": lambda p: {"input": p},
-            "resume": lambda p: Command(resume=p),
-            "continue": lambda p: None,
-        }[killed.kind](killed.payload)
+        payload = killed.payload
+        if killed.kind == "start":
+            payload = {"input": payload}
+        elif killed.kind == "resume":
+            payload = Command(resume=payload)
         return await self._invoke(payload, config, on_step, "continue", snapshot)
 
     async def _invoke(

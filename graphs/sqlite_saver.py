@@ -96,14 +96,15 @@ class LoopSqliteSaver(SqliteSaver):
     _timer_at = 0.0
     _soon: asyncio.Handle | None = None  # the commit of held checkpoints, on the next turn
     _batch = False  # inside write_held: the cursors leave the commit to it
-    # journal rows waiting for the next commit: (table's statement, row, the future or None)
-    _journal: list[tuple[str, tuple[Any, ...], asyncio.Future[None] | None]]
+    _journal: list[tuple[str, tuple[Any, ...]]]  # rows for the next commit: (statement, row)
+    _settling: list[asyncio.Future[None]]  # runs waiting for that commit (asettle)
 
     def __init__(self, conn: sqlite3.Connection, **kw: Any):
         super().__init__(conn, **kw)
         self._held = []
         self._puts = []
         self._journal = []
+        self._settling = []
 
     def setup(self) -> None:
         if not self.is_setup:  # the caller (SqliteSaver.cursor) may hold self.lock
@@ -130,6 +131,7 @@ class LoopSqliteSaver(SqliteSaver):
         held, self._held = self._held, []
         puts, self._puts = self._puts, []
         journal, self._journal = self._journal, []
+        settling, self._settling = self._settling, []
         if due_only:
             held = self._keep_undue(held, {a[0]["configurable"]["thread_id"] for a, _ in puts})
         if not held and not puts and not journal:
@@ -139,9 +141,8 @@ class LoopSqliteSaver(SqliteSaver):
                 self.before_write()
             self._batch = True
             try:
-                for sql, row, _ in journal:
-                    if sql:
-                        self.conn.execute(sql, row)
+                for sql, row in journal:
+                    self.conn.execute(sql, row)
                 checkpoints = [args for args, _ in puts]
                 for _, args in held:
                     if not any(superseded(args, put) for put in checkpoints):
@@ -156,15 +157,15 @@ class LoopSqliteSaver(SqliteSaver):
                 self.conn.commit()
         except BaseException as exc:
             self._held[:0] = held  # kept for the next commit to try again
-            self._journal[:0] = [(sql, row, None) for sql, row, _ in journal if sql]
-            for fut in [f for _, f in puts] + [f for *_, f in journal if f is not None]:
+            self._journal[:0] = journal
+            for fut in [f for _, f in puts] + settling:
                 if not fut.done():
                     fut.set_exception(exc)
             raise
         if self.wal is not None:
             self.wal.committed()
-        for *_, fut in journal:
-            if fut is not None and not fut.done():
+        for fut in settling:
+            if not fut.done():
                 fut.set_result(None)
         for (_, fut), config in zip(puts, saved, strict=True):
             if not fut.done():  # its run may have been cancelled meanwhile
@@ -191,13 +192,14 @@ class LoopSqliteSaver(SqliteSaver):
             self._timer_at = at
 
     def _write_held_for(self, config: RunnableConfig | None) -> None:
-        """Before a read: commit the held writes if any is of the thread read (or of any, when
-        the read names no thread), so a read sees every write this saver was given."""
+        """Before a read: commit the held writes and journal rows if any is of the thread read
+        (or of any, when the read names no thread), so a read sees everything this saver was
+        given."""
         thread = ((config or {}).get("configurable") or {}).get("thread_id")
         configs = [args[0] for _, args in self._held] + [args[0] for args, _ in self._puts]
-        if self._journal or any(
-            thread is None or c["configurable"]["thread_id"] == thread for c in configs
-        ):
+        threads = [c["configurable"]["thread_id"] for c in configs]
+        threads += [row[0] for _, row in self._journal]  # a journal row starts with its thread
+        if any(thread is None or t == thread for t in threads):
             self.write_held()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -241,7 +243,7 @@ class LoopSqliteSaver(SqliteSaver):
 
     def _commit_due(self) -> None:
         """The commit of the held checkpoints (on the next turn) or of the writes due."""
-        waiting = bool(self._puts) or any(f is not None for *_, f in self._journal)
+        waiting = bool(self._puts or self._settling)
         try:
             self.write_held(due_only=True)
         except Exception:
@@ -288,7 +290,7 @@ class LoopSqliteSaver(SqliteSaver):
         second invocation from the same checkpoint (a continuation) keeps the first record."""
         conf = json.dumps({k: v for k, v in configurable.items() if k in JOURNAL_CONFIG})
         row = (thread_id, parent, kind, *self.serde.dumps_typed(payload), conf)
-        self._journal.append((INSERT_INVOCATION, row, None))
+        self._journal.append((INSERT_INVOCATION, row))
 
     def journal_node(self, thread_id: str, step: int, task: str, value: Any) -> None:
         """Record a node's result at ``step`` (``task``: the node's path in the graph). It is
@@ -296,25 +298,24 @@ class LoopSqliteSaver(SqliteSaver):
         starts (``asettle``), whichever comes first: the rows of the runs that finished a node
         meanwhile share that commit."""
         row = (thread_id, step, task, *self.serde.dumps_typed(value))
-        self._journal.append((INSERT_NODE, row, None))
+        self._journal.append((INSERT_NODE, row))
         self._arm(asyncio.get_running_loop().time() + HOLD_S)
 
     async def asettle(self, thread_id: str) -> None:
         """Return once every journal row of ``thread_id`` is committed (a node of the run is
         about to start: no node runs before the results it follows are on file)."""
-        if not any(row and row[0] == thread_id for _, row, _ in self._journal):
+        if not any(row[0] == thread_id for _, row in self._journal):
             return
         loop = asyncio.get_running_loop()
         done = loop.create_future()
-        self._journal.append(("", (), done))  # a marker: answered by the commit
+        self._settling.append(done)
         self._commit_soon(loop)
         await done
 
     def unfinished_invocation(self, thread_id: str, parent: str) -> Invocation | None:
         """The invocation of ``thread_id`` that started from checkpoint ``parent`` ("" for a
         thread with none) and never wrote its own: a run killed before it ended or paused."""
-        if self._journal:
-            self.write_held()
+        self._write_held_for({"configurable": {"thread_id": thread_id}})
         row = self.conn.execute(
             "SELECT kind, type, payload, configurable FROM sopgraph_invocations "
             "WHERE thread_id = ? AND parent = ?",
@@ -327,8 +328,7 @@ class LoopSqliteSaver(SqliteSaver):
 
     def journaled_nodes(self, thread_id: str) -> dict[tuple[int, str], Any]:
         """(step, task) -> the result ``journal_node`` recorded, for every node of the thread."""
-        if self._journal:
-            self.write_held()
+        self._write_held_for({"configurable": {"thread_id": thread_id}})
         rows = self.conn.execute(
             "SELECT step, task, type, value FROM sopgraph_nodes WHERE thread_id = ?", (thread_id,)
         )
