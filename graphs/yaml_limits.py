@@ -73,9 +73,10 @@ def decode_sop_bytes(data: bytes, file: str) -> str:
         ) from None
 
 
-def _events(text: str) -> Iterator[yaml.Event]:
+def _events(text: str, fast: bool = True) -> Iterator[yaml.Event]:
     # libyaml's parser keeps its own stack (no recursion); PyYAML's pure parser likewise.
-    return yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    loader = getattr(yaml, "CSafeLoader", None) if fast else None
+    return yaml.parse(text, Loader=loader or yaml.SafeLoader)
 
 
 def _too_large(file: str) -> SopError:
@@ -113,84 +114,98 @@ def check_yaml_limits(text: str, file: str) -> None:
 
     One pass over the parser's events, before any tree is built. Syntax errors are left to
     the parser that follows, which words them with their line.
+
+    libyaml may stop with an error of its own before it has emitted the events that show a
+    limit crossed: PyYAML 6.0.4 bundles a libyaml that refuses 1,000 nesting levels while it
+    scans ahead for a key, before the first event. So an error from libyaml is never taken at
+    its word: the pass runs again on PyYAML's pure parser, which emits events as it goes and
+    recurses on nothing, and the file is judged by what that pass saw before its own error.
     """
     if len(text) > MAX_SOP_BYTES:
         raise _too_large(file)
+    try:
+        _check_events(_events(text), file)
+    except yaml.YAMLError:
+        try:
+            _check_events(_events(text, fast=False), file)
+        except yaml.YAMLError:
+            return  # a syntax error within the limits: the parser that follows words it
+
+
+def _check_events(events: Iterator[yaml.Event], file: str) -> None:
+    """Walk ``events``, raising SopError at the first limit crossed; a parser error propagates."""
     # Per open collection: [expanded size so far, anchor, is mapping, items seen].
     stack: list[list] = [[0, None, False, 0]]
     anchors: dict[str, int] = {}
     total = 0  # values after expanding aliases
     nodes_line, nodes_count, in_nodes = 0, 0, False
-    try:
-        for event in _events(text):
-            kind = type(event)
-            if (
-                kind is yaml.ScalarEvent
-                or kind is yaml.MappingStartEvent
-                or (kind is yaml.SequenceStartEvent)
-            ):
-                tag = event.tag
-                if tag and tag != "!" and tag not in _CORE_TAGS:
-                    shown = tag.replace("tag:yaml.org,2002:", "!!")
-                    raise _problem(
-                        file,
-                        event.start_mark.line + 1,
-                        f"unsupported YAML tag '{shown}': an SOP holds plain text, numbers, "
-                        "lists and mappings; remove the tag",
-                    )
-            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                parent = stack[-1]
-                parent[3] += 1
-                if len(stack) == 2 and in_nodes is None:
-                    in_nodes = True  # the value of the top-level 'nodes' key
-                elif in_nodes is None:
-                    in_nodes = False
-                stack.append([0, event.anchor, kind is yaml.MappingStartEvent, 0])
-                if len(stack) - 1 > MAX_DEPTH:
-                    raise _problem(
-                        file,
-                        event.start_mark.line + 1,
-                        f"nested more than {MAX_DEPTH} levels deep (the limit); an SOP needs "
-                        "about 8, so flatten it or close the brackets",
-                    )
-                continue
-            if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                size, anchor, _, _ = stack.pop()
-                size += 1
-                if anchor:
-                    anchors[anchor] = size
-                if len(stack) == 2 and in_nodes:
-                    in_nodes = False
-                stack[-1][0] += size
-                total += 1
-                continue
-            if kind is yaml.ScalarEvent:
-                size = 1
-                top = stack[-1]
-                top[3] += 1
-                if len(stack) == 2 and top[2] and top[3] % 2 == 1 and event.value == "nodes":
-                    in_nodes, nodes_line = None, event.start_mark.line + 1
-                elif in_nodes is None and len(stack) == 2:
-                    in_nodes = False  # 'nodes' holds a scalar: the model reports it
-                elif in_nodes and len(stack) == 3 and top[3] % 2 == 1:
-                    nodes_count += 1
-                if event.anchor:
-                    anchors[event.anchor] = 1
-            elif kind is yaml.AliasEvent:
-                size = anchors.get(event.anchor, 1)
-                stack[-1][3] += 1
-            else:
-                continue
-            stack[-1][0] += size
-            total += size
-            if total > MAX_VALUES:
+    for event in events:
+        kind = type(event)
+        if (
+            kind is yaml.ScalarEvent
+            or kind is yaml.MappingStartEvent
+            or (kind is yaml.SequenceStartEvent)
+        ):
+            tag = event.tag
+            if tag and tag != "!" and tag not in _CORE_TAGS:
+                shown = tag.replace("tag:yaml.org,2002:", "!!")
                 raise _problem(
                     file,
                     event.start_mark.line + 1,
-                    f"the document expands to more than {MAX_VALUES:,} values (the limit), "
-                    "e.g. aliases of aliases; write the values out or use fewer aliases",
+                    f"unsupported YAML tag '{shown}': an SOP holds plain text, numbers, "
+                    "lists and mappings; remove the tag",
                 )
-    except yaml.YAMLError:
-        return  # a syntax error: the parser that follows words it, with its line
+        if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            parent = stack[-1]
+            parent[3] += 1
+            if len(stack) == 2 and in_nodes is None:
+                in_nodes = True  # the value of the top-level 'nodes' key
+            elif in_nodes is None:
+                in_nodes = False
+            stack.append([0, event.anchor, kind is yaml.MappingStartEvent, 0])
+            if len(stack) - 1 > MAX_DEPTH:
+                raise _problem(
+                    file,
+                    event.start_mark.line + 1,
+                    f"nested more than {MAX_DEPTH} levels deep (the limit); an SOP needs "
+                    "about 8, so flatten it or close the brackets",
+                )
+            continue
+        if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            size, anchor, _, _ = stack.pop()
+            size += 1
+            if anchor:
+                anchors[anchor] = size
+            if len(stack) == 2 and in_nodes:
+                in_nodes = False
+            stack[-1][0] += size
+            total += 1
+            continue
+        if kind is yaml.ScalarEvent:
+            size = 1
+            top = stack[-1]
+            top[3] += 1
+            if len(stack) == 2 and top[2] and top[3] % 2 == 1 and event.value == "nodes":
+                in_nodes, nodes_line = None, event.start_mark.line + 1
+            elif in_nodes is None and len(stack) == 2:
+                in_nodes = False  # 'nodes' holds a scalar: the model reports it
+            elif in_nodes and len(stack) == 3 and top[3] % 2 == 1:
+                nodes_count += 1
+            if event.anchor:
+                anchors[event.anchor] = 1
+        elif kind is yaml.AliasEvent:
+            size = anchors.get(event.anchor, 1)
+            stack[-1][3] += 1
+        else:
+            continue
+        stack[-1][0] += size
+        total += size
+        if total > MAX_VALUES:
+            raise _problem(
+                file,
+                event.start_mark.line + 1,
+                f"the document expands to more than {MAX_VALUES:,} values (the limit), "
+                "e.g. aliases of aliases; write the values out or use fewer aliases",
+            )
     if nodes_count > MAX_NODES:
         raise too_many_nodes(file, nodes_line, nodes_count)

@@ -79,8 +79,18 @@ def test_corpus_has_one_file_per_kind_of_mistake():
     assert len(GOOD) >= 3
 
 
+@pytest.fixture(params=["libyaml", "pure"])
+def yaml_parser(request, monkeypatch) -> str:
+    """Each check runs with PyYAML's C parser (libyaml, when installed) and its pure parser."""
+    if request.param == "pure":
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    elif not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("this PyYAML has no libyaml")
+    return request.param
+
+
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
-def test_bad_sop_gives_exactly_one_error(path: Path):
+def test_bad_sop_gives_exactly_one_error(path: Path, yaml_parser: str):
     line, node, part = _expectation(path)
     with pytest.raises(SopError) as info:
         load_sop(path)
@@ -207,10 +217,13 @@ def test_warnings_flag_unused_params_dead_end_observations_and_idle_bounds():
 # Spawned from a small launcher process: a child's ru_maxrss counts the pages it shared with its
 # parent before exec, so a child forked straight from this (large) pytest process would report
 # pytest's own size.
+# With "pure", the child runs the CLI with PyYAML's C parser removed.
+_PURE = "import sys, yaml; del yaml.CSafeLoader; from sopgraph.cli import main; sys.exit(main())"
 _LAUNCHER = """
 import json, os, subprocess, sys, time
 start = time.perf_counter()
-proc = subprocess.Popen([sys.executable, "-m", "sopgraph", "validate", sys.argv[1]],
+run = ["-c", sys.argv[3]] if sys.argv[2] == "pure" else ["-m", "sopgraph"]
+proc = subprocess.Popen([sys.executable, *run, "validate", sys.argv[1]],
                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 err = proc.stderr.read()
 _, status, usage = os.wait4(proc.pid, 0)
@@ -219,11 +232,11 @@ print(json.dumps([os.waitstatus_to_exitcode(status), err.decode("utf-8", "replac
 """
 
 
-def _validate_measured(path: Path) -> tuple[int, str, float, float]:
+def _validate_measured(path: Path, parser: str = "libyaml") -> tuple[int, str, float, float]:
     """``sopgraph validate PATH`` in a child process: exit code, stderr, wall seconds and the
     child's own peak RSS in MB (``os.wait4`` reports that child's rusage alone)."""
     out = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, str(path)],
+        [sys.executable, "-c", _LAUNCHER, str(path), parser, _PURE],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -234,11 +247,15 @@ def _validate_measured(path: Path) -> tuple[int, str, float, float]:
 
 
 @pytest.mark.slow
-def test_cli_bad_sops(capsys):
+@pytest.mark.parametrize("parser", ["libyaml", "pure"])
+def test_cli_bad_sops(capsys, monkeypatch, parser: str):
     """``sopgraph validate`` prints the one error line, exits 2, shows no traceback and stays
-    under 200 MB for every bad SOP (alias bombs, deep nesting and /dev/zero included)."""
+    under 200 MB for every bad SOP (alias bombs, deep nesting and /dev/zero included), with
+    PyYAML's C parser and with its pure parser."""
+    paths = BAD + GOOD
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(zip(BAD + GOOD, pool.map(_validate_measured, BAD + GOOD), strict=True))
+        measured = pool.map(_validate_measured, paths, [parser] * len(paths))
+        results = dict(zip(paths, measured, strict=True))
     for path, (code, stderr, _, rss) in results.items():
         assert rss < 200, (path.name, f"{rss:.0f} MB")
         if path in GOOD:
@@ -250,6 +267,8 @@ def test_cli_bad_sops(capsys):
         assert "Traceback" not in stderr, (path.name, stderr)
         assert len(errors) == 1 and len(stderr.splitlines()) == 1, (path.name, stderr)
         assert errors[0].startswith(f"error: {path}:{line}: {node}: ") and part in errors[0]
+    if parser == "pure":
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
     loads = {}
     for path in BAD:  # the loader alone, without the interpreter's start and imports
         start = time.perf_counter()
@@ -261,7 +280,7 @@ def test_cli_bad_sops(capsys):
     biggest = max(results.items(), key=lambda kv: kv[1][3])
     with capsys.disabled():  # a printed check, not an assert: timings vary with the machine
         print(
-            f"\nbad SOPs: {len(BAD)}; slowest {slowest[0].name} {slowest[1][2]:.2f} s "
+            f"\n{parser}: bad SOPs: {len(BAD)}; slowest {slowest[0].name} {slowest[1][2]:.2f} s "
             f"(target < 2 s, a whole `sopgraph validate` process); largest peak RSS "
             f"{biggest[0].name} {biggest[1][3]:.0f} MB (limit 200 MB); slowest load in "
             f"process {slow_load} {loads[slow_load] * 1000:.0f} ms"
