@@ -106,10 +106,10 @@ def setup_tracing(
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: "sopgraph"}))
     provider = TracerProvider(resource=resource)
-    if mode == "otlp":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    if mode == "otlp":  # one warning line, not minutes of retries, when no collector listens
+        from sopgraph.graphs.otlp_export import CollectorExporter
 
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        provider.add_span_processor(BatchSpanProcessor(CollectorExporter()))
     elif mode == "console":
         provider.add_span_processor(SimpleSpanProcessor(TreeExporter(stream)))
     if exporter is not None:

@@ -203,3 +203,23 @@ def test_resume_traces_the_rest_of_the_run_in_the_same_trace(tmp_path: Path) -> 
     tree = proc.stderr.splitlines()
     assert tree[0].startswith("invoke_workflow gated status=done"), proc.stderr
     assert any(line.startswith("  sopgraph.action confirm") for line in tree), proc.stderr
+
+
+def test_trace_otlp_with_no_collector_is_one_warning_line(tmp_path: Path, monkeypatch) -> None:
+    """``--trace otlp`` with nothing listening at the collector's address: the run's output is
+    intact and stderr holds one warning line, no exporter retry logs (which also stretched a
+    2.7 s run to 9 s)."""
+    from sopgraph.nodes.ports import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+    proc = sopgraph(
+        "run", GOOD_SOP, "-i", '{"type": "station_idle"}', "--json", "--trace", "otlp",
+        home=tmp_path,
+    )  # fmt: skip
+    assert json.loads(proc.stdout)["sop_id"] == "dock_triage", proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"warning: no OTLP collector at {url}/v1/traces (Connection refused); traces are "
+        "dropped until one listens (start one, e.g. `make phoenix` then `phoenix serve`, or "
+        "set OTEL_EXPORTER_OTLP_ENDPOINT)"
+    ]
