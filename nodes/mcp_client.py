@@ -15,12 +15,13 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import yaml
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from mcp.types import Tool
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sopgraph.graphs.problems import Problem, SopError
 from sopgraph.graphs.telemetry import mcp_meta, mcp_span
+from sopgraph.graphs.yaml_lines import parse_yaml
 from sopgraph.nodes.mcp_stdio import StdioClient, StdioError
 
 
@@ -49,7 +50,11 @@ def load_server_configs(sop_dir: Path) -> dict[str, ServerConfig]:
     path = sop_dir / "mcp.yaml"
     if not path.exists():
         return {}
-    raw = yaml.safe_load(path.read_text()) or {}
+    # The SOP's own parser: the same size, nesting and alias limits, and one-line errors.
+    raw, lines = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    raw = raw or {}
+    if not isinstance(raw, dict) or not isinstance(raw.get("servers") or {}, dict):
+        raise _config_error(path, 1, "'servers' must be a mapping of server names")
     subs = {"{sop_dir}": str(sop_dir.resolve()), "{home}": str(home_dir())}
 
     def expand(s: str) -> str:
@@ -59,7 +64,13 @@ def load_server_configs(sop_dir: Path) -> dict[str, ServerConfig]:
 
     out: dict[str, ServerConfig] = {}
     for name, spec in (raw.get("servers") or {}).items():
-        cfg = ServerConfig.model_validate(spec)
+        try:
+            cfg = ServerConfig.model_validate(spec)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in (name, *err["loc"]))
+            line = lines.of("servers", name, *err["loc"])
+            raise _config_error(path, line, f"server {where}: {err['msg']}") from None
         if cfg.command == "python":
             cfg.command = sys.executable
         cfg.args = [expand(a) for a in cfg.args]
@@ -68,6 +79,19 @@ def load_server_configs(sop_dir: Path) -> dict[str, ServerConfig]:
             cfg.url = expand(cfg.url)
         out[name] = cfg
     return out
+
+
+def _config_error(path: Path, line: int, message: str) -> SopError:
+    return SopError(
+        [
+            Problem(
+                str(path),
+                line,
+                "",
+                f"{message}; each server is {{command, args, env, cwd}} (stdio) or {{url}} (HTTP)",
+            )
+        ]
+    )
 
 
 def parse_result(result: dict[str, Any]) -> Any:

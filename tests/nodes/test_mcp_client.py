@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sopgraph.graphs.problems import SopError
 from sopgraph.nodes.mcp_client import McpError, McpPool, ServerConfig, load_server_configs
 
 
@@ -94,3 +95,22 @@ async def test_a_server_killed_mid_run_fails_the_call_in_one_line(servers):
 def test_client_choice_is_checked():
     with pytest.raises(ValueError, match="lean or sdk"):
         McpPool({}, client="fast")
+
+
+@pytest.mark.parametrize(
+    "text,says",
+    [
+        ("servers: " + "[" * 1000 + "]" * 1000, ":1: -: nested more than 64 levels deep"),
+        ("servers:\n  a: {command: 3}\n", ":2: -: server a.command: Input should be a valid str"),
+        ("servers:\n  a: {url: 'http://x', bogus: 1}\n", ":2: -: server a.bogus: Extra inputs"),
+        ("servers: 3\n", ":1: -: 'servers' must be a mapping of server names"),
+        ("servers: [\n", "YAML syntax"),
+    ],
+)
+def test_a_bad_mcp_yaml_is_one_error_line(tmp_path, text, says):
+    """mcp.yaml is read with the SOP's own parser and limits: one error line, no traceback."""
+    (tmp_path / "mcp.yaml").write_text(text)
+    with pytest.raises(SopError) as info:
+        load_server_configs(tmp_path)
+    (problem,) = info.value.problems
+    assert str(problem).startswith(f"error: {tmp_path / 'mcp.yaml'}:") and says in str(problem)
