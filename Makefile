@@ -35,8 +35,8 @@ install: $(STAMP)
 $(LOCAL_LLM): $(STAMP)
 	@ls $(LLAMA_WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) "llama-cpp-python==0.3.36"
-	$(PY) -m pip install -q --require-hashes -r requirements/local-llm.txt
 	$(PY) -m pip install -q --no-deps --force-reinstall --no-index --find-links $(LLAMA_WHEELS) "llama-cpp-python==0.3.36"
+	$(PY) -m pip install -q --require-hashes -r requirements/local-llm.txt
 	touch $@
 
 local-llm: $(LOCAL_LLM)
