@@ -19,11 +19,15 @@ LOCAL_LLM := $(VENV)/.local-llm
 
 # Installs come from the locks in requirements/ (exact versions with their hashes), made by
 # `make lock`; pyproject.toml keeps compatible ranges for those who install sopgraph as a library.
+# A lock holds the whole dependency closure, so pip installs it as listed (--no-deps: pip's
+# resolver would otherwise fetch the newest release for a requirement with an extra, such as
+# langsmith[otel], and refuse it as unpinned) and `pip check` proves the closure complete.
 LOCK := requirements/lock.txt
 $(STAMP): pyproject.toml $(LOCK)
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --require-hashes -r $(LOCK)
+	$(PY) -m pip install -q --no-deps --require-hashes -r $(LOCK)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip check
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -36,7 +40,8 @@ $(LOCAL_LLM): $(STAMP)
 	@ls $(LLAMA_WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) "llama-cpp-python==0.3.36"
 	$(PY) -m pip install -q --no-deps --force-reinstall --no-index --find-links $(LLAMA_WHEELS) "llama-cpp-python==0.3.36"
-	$(PY) -m pip install -q --require-hashes -r requirements/local-llm.txt
+	$(PY) -m pip install -q --no-deps --require-hashes -r requirements/local-llm.txt
+	$(PY) -m pip check
 	touch $@
 
 local-llm: $(LOCAL_LLM)
@@ -61,7 +66,8 @@ demo: install
 PHOENIX := .venv-phoenix/.installed
 $(PHOENIX): requirements/phoenix.txt
 	python3 -m venv .venv-phoenix
-	.venv-phoenix/bin/pip install -q --require-hashes -r requirements/phoenix.txt
+	.venv-phoenix/bin/pip install -q --no-deps --require-hashes -r requirements/phoenix.txt
+	.venv-phoenix/bin/pip check
 	touch $@
 
 phoenix: $(PHOENIX)
