@@ -25,6 +25,7 @@ from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Sop, Verdict
 from sopgraph.graphs.services import Services
 from sopgraph.graphs.telemetry import current_traceparent, record_run, workflow_span
+from sopgraph.graphs.untrusted_text import serialisable
 from sopgraph.nodes.action import DecisionError, decide_approval
 from sopgraph.nodes.architectures import executors_for
 from sopgraph.nodes.executor import ExecutorChain
@@ -414,10 +415,15 @@ class Session:
         else:
             values = dict(final)
             pending = values.pop("__interrupt__", ())
-        interrupts = [
-            {"id": i.id, **(i.value if isinstance(i.value, dict) else {"value": i.value})}
-            for i in pending
-        ]
+        # Models and MCP servers wrote much of this: a lone surrogate must not stop the result
+        # from serialising (`--json`, the MCP server's replies).
+        values = serialisable(values)
+        interrupts = serialisable(
+            [
+                {"id": i.id, **(i.value if isinstance(i.value, dict) else {"value": i.value})}
+                for i in pending
+            ]
+        )
         unresolved = values.get("unresolved") or {}
         unmatched, bounded = values.get("unmatched") or {}, values.get("bounded") or {}
         status = next(

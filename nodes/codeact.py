@@ -34,6 +34,7 @@ from langgraph.runtime import Runtime
 
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
+from sopgraph.graphs.untrusted_text import serialisable
 from sopgraph.nodes.envelope import role_chat
 from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
 from sopgraph.nodes.mcp_functions import McpFunctions
@@ -161,12 +162,13 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         try:
             reply = await run.model.ainvoke(state["messages"])
         except Exception as exc:  # noqa: BLE001 - a dead endpoint ends the loop with a reason
-            first = (str(exc).splitlines() or [""])[0][:300]
+            first = serialisable((str(exc).splitlines() or [""])[0][:300])
             return {"stop": f"model call failed: {type(exc).__name__}: {first}"}
         usage = getattr(reply, "usage_metadata", None) or {}
         n_in, n_out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
         record_usage(span, n_in, n_out, model=run.label)
-    text = message_text(reply)
+    # a lone surrogate (JSON's "\ud800" from an endpoint) could be neither run nor stored
+    text = serialisable(message_text(reply))
     turns = state.get("turns", 0) + 1
     update: dict[str, Any] = {
         "turns": turns,

@@ -7,6 +7,14 @@ the host through a bounded channel. The verdict rests on what the guest cannot w
 exit status reported by the jail's supervisor and the host's own record (refused tools,
 protocol violations, limits, the wall clock, which the host enforces by killing the run).
 
+Memory: the guest's address space is capped at `memory_mb` (RLIMIT_AS). What the kernel holds
+for it (tmpfs and `memfd` pages, pipe buffers, page tables) is counted and capped by a memory
+cgroup per run at `memory_mb + disk_mb` in all; `SandboxResult.memory_peak_mb` is its peak and
+"memcg" is among the isolation layers. Where no cgroup can be made (not root, no memory
+controller), `memfd_create` is denied by seccomp and kernel-held memory is bounded by the
+tmpfs (`disk_mb`), `file_size_mb` per file and 64 open files, but not counted. Text the guest
+chose (the failure reason and error) is escaped before it leaves this module.
+
 Example:
     >>> async def execute_query(args):
     ...     return [{"station": "A", "idle_pct": 31.5}]
@@ -31,6 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from sopgraph.graphs.untrusted_text import printable
 from sopgraph.nodes.sandbox_channel import ToolCall, ToolChannel, ToolFn
 from sopgraph.nodes.sandbox_jail import Jail, choose_interpreter
 
@@ -72,10 +81,12 @@ class SandboxUnavailable(RuntimeError):
 
 
 class SandboxLimits(BaseModel):
-    """Resource limits for one run; the host's memory per run is bounded by the last four."""
+    """Resource limits for one run (the module docstring says what bounds the host's memory)."""
 
     cpu_seconds: int = Field(5, ge=1, description="CPU time before SIGXCPU")
-    memory_mb: int = Field(512, ge=64, description="address space (RLIMIT_AS)")
+    memory_mb: int = Field(
+        512, ge=64, description="address space (RLIMIT_AS); plus disk_mb: all the run holds"
+    )
     file_size_mb: int = Field(16, ge=1, description="largest file the code may write")
     disk_mb: int = Field(64, ge=1, description="size of the private tmpfs working directory")
     max_processes: int = Field(16, ge=1, description="RLIMIT_NPROC of the run's uid (threads)")
@@ -106,6 +117,9 @@ class SandboxResult(BaseModel):
     duration_ms: float = 0.0
     exit_code: int | None = None
     isolation: list[str] = []
+    memory_peak_mb: float | None = Field(
+        None, description="most the run held at once, kernel-held memory included (its cgroup)"
+    )
 
 
 class _Capture:
@@ -140,6 +154,7 @@ async def run_code(
     limits: SandboxLimits | None = None,
     *,
     python_guard: bool = True,
+    memory_cgroup: bool = True,
 ) -> SandboxResult:
     """Run `code` in a jailed child process.
 
@@ -150,6 +165,8 @@ async def run_code(
         tools: the node's allowed tools: name -> async callable taking the arguments dict.
         limits: resource limits; defaults to `SandboxLimits()`.
         python_guard: False leaves only the OS layers (used by the selftest to prove them).
+        memory_cgroup: False runs without a memory cgroup, as on a host that offers none
+            (`memfd_create` is then denied).
 
     Raises:
         SandboxUnavailable: an essential OS isolation layer could not be applied.
@@ -161,6 +178,7 @@ async def run_code(
         cpu_seconds=limits.cpu_seconds, memory_mb=limits.memory_mb,
         file_size_mb=limits.file_size_mb, max_processes=limits.max_processes,
         disk_mb=limits.disk_mb, interpreter=interpreter, imports=limits.allowed_imports,
+        memory_cgroup=memory_cgroup,
     )  # fmt: skip
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
@@ -289,6 +307,9 @@ class _Run:
             reason, error = ch.violation, f"stopped by the host: {ch.violation}"
         elif code is None:
             reason, error = "runner exited abnormally", "no exit status from the jail"
+        elif code == -signal.SIGKILL and self.jail.oom_killed:
+            cap = self.jail.memory_cap // 2**20
+            reason, error = "memory limit", f"memory limit of {cap} MB reached (all it held)"
         elif (
             code < 0
             and -code in (signal.SIGKILL, signal.SIGXCPU)
@@ -312,10 +333,15 @@ class _Run:
             ok, reason = False, f"tool not allowed: {ch.refused}"
         if ok and (self.out.truncated or self.err.truncated):
             reason = "output truncated"
+        peak = self.jail.memory_peak
         return SandboxResult(
-            ok=ok, stdout=self.out.text(), stderr=self.err.text(), error=error, reason=reason,
+            ok=ok, stdout=self.out.text(), stderr=self.err.text(),
+            # the guest chose these (its detail line, a file name, a tool name): escaped here,
+            # so no caller can print them raw
+            error=None if error is None else printable(error, multiline=True),
+            reason=None if reason is None else printable(reason),
             tool_calls=ch.calls, duration_ms=round(duration_ms, 1), exit_code=code,
-            isolation=layers,
+            isolation=layers, memory_peak_mb=None if peak is None else round(peak / 2**20, 1),
         )  # fmt: skip
 
 

@@ -6,7 +6,8 @@ most `max_tool_calls` calls, waits for a reply to be read before reading the nex
 (a guest that never reads its replies stalls itself, not the host), sends no reply above
 `max_reply_bytes` and keeps at most `max_recorded_bytes` of arguments and results. Any
 message other than a tool call or the runner's single `detail` line is a protocol violation,
-which the host records and answers by killing the run.
+which the host records and answers by killing the run. Lone surrogates (JSON's "\ud800") in
+what the guest sends or a tool returns become U+FFFD, so every record serialises.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel
+
+from sopgraph.graphs.untrusted_text import serialisable
 
 ToolFn = Callable[[dict], Awaitable[Any]]  # a plain function returning the result works too
 
@@ -121,7 +124,7 @@ class ToolChannel:
 
     async def _handle(self, line: bytes) -> bytes | None:
         try:
-            msg = json.loads(line)
+            msg = serialisable(json.loads(line))
         except (ValueError, RecursionError):  # ValueError covers JSON and over-long integers
             self._stop("protocol: a request that is not JSON")
             return None
@@ -161,7 +164,7 @@ class ToolChannel:
         t0 = time.monotonic()
         try:
             result = self.tools[name](args)
-            result = await result if inspect.isawaitable(result) else result
+            result = serialisable(await result if inspect.isawaitable(result) else result)
             reply = _line({"result": result})
             if len(reply) > self.limits.max_reply_bytes:
                 call.error = (
@@ -172,7 +175,7 @@ class ToolChannel:
             else:
                 call.result = self._keep(result, len(reply))
         except Exception as e:  # noqa: BLE001 - a failing tool is reported to the code
-            call.error = f"{type(e).__name__}: {e}"[:_DETAIL_ERROR_CHARS]
+            call.error = serialisable(f"{type(e).__name__}: {e}"[:_DETAIL_ERROR_CHARS])
             reply = _line({"error": call.error})
         call.ms = round((time.monotonic() - t0) * 1000, 2)
         self._record(call)

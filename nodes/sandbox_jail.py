@@ -5,7 +5,9 @@ its own network (nothing is up, not even loopback), PID, UTS, IPC and mount name
 minimal root filesystem (`sandbox_rootfs`: only the interpreter, its stdlib and libraries,
 read-only, a fresh `/proc` that lists only the run's processes, a size-limited tmpfs as its
 working directory); a seccomp filter (no sockets, no fork, and the process is killed on
-mount/ptrace/namespace/kernel-module syscalls); and a fresh unprivileged uid, unique per run.
+mount/ptrace/namespace/kernel-module syscalls); a fresh unprivileged uid, unique per run; and
+a memory cgroup of its own (`sandbox_cgroup`) that caps everything the run holds, kernel-held
+memory included, at its address space plus its tmpfs (without one, `memfd_create` is denied).
 The child forks once more inside the new PID namespace: the first process stays outside as a
 supervisor that reports the jailed process's wait status on a pipe only it holds, so the
 host's verdict rests on a channel the guest cannot write. The layers actually applied are
@@ -28,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from sopgraph.nodes.sandbox_cgroup import MemoryCgroup
 from sopgraph.nodes.sandbox_rootfs import SANDBOX_CWD, apply_plan, mount_proc, rootfs_plan
 from sopgraph.nodes.sandbox_seccomp import seccomp_program
 
@@ -83,7 +86,7 @@ class Jail:
 
     def __init__(self, *, cpu_seconds: int, memory_mb: int, file_size_mb: int,
                  max_processes: int, disk_mb: int, interpreter: str,
-                 imports: tuple[str, ...] = ()) -> None:  # fmt: skip
+                 imports: tuple[str, ...] = (), memory_cgroup: bool = True) -> None:  # fmt: skip
         self.limits = (cpu_seconds, memory_mb, file_size_mb, max_processes, disk_mb)
         self.is_root = os.geteuid() == 0
         self.uid = random.randrange(SANDBOX_UID_MIN, SANDBOX_UID_MAX) if self.is_root else -1
@@ -102,6 +105,15 @@ class Jail:
         # Written only by the supervisor (outside the guest's PID namespace, never the guest).
         self._exit_r, self._exit_w = os.pipe()
         self._guest_fd = -1
+        # Everything the run holds, kernel-held memory included: its address space and tmpfs.
+        self.memory_cap = (memory_mb + disk_mb) * 1024 * 1024
+        self.cgroup = (
+            MemoryCgroup.create(f"sopgraph-sbx-{os.getpid()}-{self.uid}", self.memory_cap)
+            if memory_cgroup and self.is_root
+            else None
+        )
+        self.memory_peak: int | None = None  # read from the cgroup by `cleanup`
+        self.oom_killed = False
 
     def preexec(self) -> None:
         """Runs in the forked child before exec: no allocation-heavy work, no locks."""
@@ -127,9 +139,14 @@ class Jail:
                     os.chown(cwd, self.uid, self.uid)
             if "mountns" in layers and mount_proc():
                 layers.append("procfs")
+        # The jailed process alone (not the supervisor, a copy of the host whose shared pages
+        # would make it the OOM killer's pick) joins the run's memory cgroup.
+        if self.cgroup is not None and _join(self.cgroup.procs_fd):
+            layers.append("memcg")
         os.chdir(cwd)
         layers.append("tmp cwd")
-        seccomp = seccomp_program(os.getpid())
+        # Without a cgroup nothing would count memfd pages: the call is denied instead.
+        seccomp = seccomp_program(os.getpid(), deny_memfd="memcg" not in layers)
         if seccomp is not None:
             ok = _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 and (
                 _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(seccomp), 0, 0) == 0
@@ -229,6 +246,8 @@ class Jail:
         """Call once the child has exec'd: what preexec managed to apply."""
         os.close(self._status_w)
         self._status_w = -1
+        if self.cgroup is not None:
+            self.cgroup.close_procs()
         try:
             data = os.read(self._status_r, 4096)
         finally:
@@ -293,7 +312,8 @@ class Jail:
         return status, cpu_ms / 1000
 
     def cleanup(self, pid: int | None) -> int:
-        """Kill the process group and every process left under the run's uid; remove workdir.
+        """Kill the process group and every process left under the run's uid; read the run's
+        memory cgroup (peak, OOM kill) and remove it; remove workdir.
 
         Returns how many stray processes had to be killed outside the process group.
         """
@@ -318,8 +338,20 @@ class Jail:
                     except (ProcessLookupError, PermissionError):
                         pass
                 time.sleep(0.02)
+        if self.cgroup is not None:
+            self.memory_peak = self.cgroup.peak_bytes()
+            self.oom_killed = self.cgroup.oom_killed()
+            self.cgroup.remove()
         shutil.rmtree(self.workdir, ignore_errors=True)
         return strays
+
+
+def _join(procs_fd: int) -> bool:
+    """Move the calling process into the cgroup whose `cgroup.procs` is open as `procs_fd`."""
+    try:
+        return os.write(procs_fd, b"0") == 1
+    except OSError:
+        return False
 
 
 def pids_of_uid(uid: int) -> list[int]:

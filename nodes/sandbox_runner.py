@@ -289,6 +289,8 @@ def _classify(exc, tb_text):
     ):
         return str(exc).split(" (allowed", 1)[0]
     if isinstance(exc, OSError):
+        if exc.errno == errno.ENOMEM:  # the run's memory cgroup refused a page (memfd, tmpfs)
+            return "memory limit"
         if exc.errno == errno.EFBIG:
             return "file size limit"
         if exc.errno == errno.ENOSPC:

@@ -5,8 +5,11 @@ header (`# expect: cpu limit`, `# expect: ok`); programs marked `# guard: off` r
 Python-level guard disabled, to show the OS layers hold on their own. Each attack is judged by
 its effect on the host, not only by the reason the sandbox gives: no host secret (a token in
 the host's environment and canary file, `/etc/passwd`, host paths) in anything the program
-printed or sent through a tool, the run ended within its wall limit, and the host's memory
-stayed under `HOST_MEMORY_LIMIT_MB` (sampled through the whole selftest). After the batch:
+printed or sent through a tool, the run ended within its wall limit, the reason and error it
+chose reach the terminal escaped, the run held no more than its cap (its memory cgroup's peak,
+kernel-held memory included), and the host's memory stayed under `HOST_MEMORY_LIMIT_MB` (its
+resident memory, and with every live run's cgroup added, under that plus `concurrency` caps;
+sampled through the whole selftest). After the batch:
 the canary intact, nothing planted next to it or in the repo, no process left under a sandbox
 uid or under the host.
 """
@@ -27,7 +30,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sopgraph.graphs.untrusted_text import printable
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxResult, run_code
+from sopgraph.nodes.sandbox_cgroup import live_usage_bytes
 from sopgraph.nodes.sandbox_jail import PROJECT_ROOT, USED_UIDS, sandbox_pids
 
 CORPUS_DIR = Path(__file__).parent / "sandbox_corpus"
@@ -59,6 +64,8 @@ class ProgramOutcome(BaseModel):
     reason: str | None
     host_issue: str | None = None
     duration_ms: float
+    memory_peak_mb: float | None = None  # what the run held at most, kernel-held included
+    memory_cgroup: bool = False  # whether a memory cgroup counted and capped it
 
 
 class SelftestReport(BaseModel):
@@ -66,6 +73,11 @@ class SelftestReport(BaseModel):
     duration_s: float
     host_peak_mb: float = 0.0  # resident memory of the host process, sampled
     host_limit_mb: float = HOST_MEMORY_LIMIT_MB  # the limit this run was held to
+    # the host's resident memory plus what every live run held (their cgroups), sampled
+    held_peak_mb: float = 0.0
+    held_limit_mb: float = 0.0
+    run_cap_mb: float = 0.0  # what one run may hold: its address space plus its tmpfs
+    concurrency: int = 3  # runs at a time
     host_issue: str | None = None
 
     @property
@@ -79,6 +91,18 @@ class SelftestReport(BaseModel):
     @property
     def all_contained(self) -> bool:
         return self.contained == self.total and self.host_issue is None
+
+    @property
+    def kernel_memory_layer(self) -> str:
+        """Which layer bounds the memory the kernel holds for a run, in words."""
+        counted = sum(o.memory_cgroup for o in self.outcomes)
+        cap = f"{self.run_cap_mb:.0f} MB"
+        if counted == self.total:
+            return f"a memory cgroup per run counts and caps it at {cap}, kernel-held included"
+        denied = "memfd_create denied by seccomp, tmpfs and file size limits; not counted"
+        if counted == 0:
+            return f"no memory cgroup on this host: {denied}"
+        return f"a memory cgroup in {counted}/{self.total} runs (cap {cap}); the rest: {denied}"
 
 
 def load_corpus(directory: Path = CORPUS_DIR) -> list[CorpusProgram]:
@@ -117,6 +141,15 @@ def fake_tools() -> dict[str, Any]:
         raise RuntimeError("metric backend unavailable")
 
     return {"execute_query": execute_query, "flaky_metric": flaky_metric}
+
+
+def _unescaped(res: SandboxResult) -> str | None:
+    """Text the guest chose that would reach a terminal unescaped."""
+    if printable(res.reason or "") != (res.reason or ""):
+        return f"unescaped control characters in the reason: {printable(res.reason)}"
+    if printable(res.error or "", multiline=True) != (res.error or ""):
+        return "unescaped control characters in the error"
+    return None
 
 
 def _judge(prog: CorpusProgram, res: SandboxResult) -> bool:
@@ -217,19 +250,26 @@ def rss_mb() -> float:
 
 
 class _MemorySampler:
-    """Samples the host's resident memory every few milliseconds while the selftest runs."""
+    """Samples the host's resident memory, alone and with what every live run holds (their
+    memory cgroups: kernel-held memory included), every few milliseconds."""
 
     def __init__(self, every_s: float = 0.02) -> None:
         self.every_s, self.peak = every_s, rss_mb()
+        self.held_peak = self.peak
 
     async def run(self) -> None:
         while True:
-            self.peak = max(self.peak, rss_mb())
+            rss = rss_mb()
+            self.peak = max(self.peak, rss)
+            self.held_peak = max(self.held_peak, rss + live_usage_bytes() / 2**20)
             await asyncio.sleep(self.every_s)
 
 
 async def run_selftest(
-    progress: bool = True, concurrency: int = 3, limits: SandboxLimits = SELFTEST_LIMITS
+    progress: bool = True,
+    concurrency: int = 3,
+    limits: SandboxLimits = SELFTEST_LIMITS,
+    memory_cgroup: bool = True,
 ) -> SelftestReport:
     """Run the corpus a few programs at a time; see `selftest` for the sync entry point."""
     start = time.monotonic()
@@ -238,23 +278,33 @@ async def run_selftest(
     tools = fake_tools()
     sampler = _MemorySampler()
     limit_mb = max(HOST_MEMORY_LIMIT_MB, sampler.peak + HOST_MEMORY_GROWTH_MB)
+    run_cap_mb = limits.memory_mb + limits.disk_mb
+    held_limit_mb = limit_mb + concurrency * run_cap_mb
     maxrss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     sampling = asyncio.create_task(sampler.run())
 
     async def one(prog: CorpusProgram) -> ProgramOutcome:
         async with sem:
             t0 = time.monotonic()
-            res = await run_code(host.substitute(prog.code), tools, limits, python_guard=prog.guard)
+            res = await run_code(
+                host.substitute(prog.code), tools, limits, python_guard=prog.guard,
+                memory_cgroup=memory_cgroup,
+            )  # fmt: skip
             wall = time.monotonic() - t0
-        issue = host.leak(res)
+        issue = host.leak(res) or _unescaped(res)
+        held = res.memory_peak_mb
+        if held is not None and held > run_cap_mb:
+            issue = issue or f"the run held {held:.0f} MB, over its {run_cap_mb} MB cap"
         if wall > limits.wall_timeout_s + WALL_GRACE_S:
             issue = issue or f"ran {wall:.1f} s, past its {limits.wall_timeout_s:g} s wall limit"
         if sampler.peak > limit_mb:
             issue = issue or f"host memory reached {sampler.peak:.0f} MB"
+        if sampler.held_peak > held_limit_mb:
+            issue = issue or f"host and runs held {sampler.held_peak:.0f} MB"
         outcome = ProgramOutcome(
             name=prog.name, attack=prog.attack, contained=_judge(prog, res) and issue is None,
             reason=res.reason, expected=" | ".join(prog.expect), duration_ms=res.duration_ms,
-            host_issue=issue,
+            host_issue=issue, memory_peak_mb=held, memory_cgroup="memcg" in res.isolation,
         )  # fmt: skip
         if progress:
             _print(outcome)
@@ -276,20 +326,26 @@ async def run_selftest(
     peak = max(sampler.peak, maxrss if maxrss > maxrss_before else 0.0)
     if peak > limit_mb:
         batch_issue = batch_issue or f"host peak memory {peak:.0f} MB over {limit_mb:.0f}"
+    held_peak = max(sampler.held_peak, peak)
+    if held_peak > held_limit_mb:
+        batch_issue = batch_issue or f"host and runs held {held_peak:.0f} MB"
     return SelftestReport(
         outcomes=list(outcomes), duration_s=round(time.monotonic() - start, 2),
         host_peak_mb=round(peak, 1), host_limit_mb=round(limit_mb, 1), host_issue=batch_issue,
+        held_peak_mb=round(held_peak, 1), held_limit_mb=round(held_limit_mb, 1),
+        run_cap_mb=run_cap_mb, concurrency=concurrency,
     )  # fmt: skip
 
 
 def _print(o: ProgramOutcome) -> None:
     mark = "contained" if o.contained else "ESCAPED  "
-    got = "ok" if o.reason is None else o.reason
-    print(f"{mark} {o.name:<34} {got}  [{o.duration_ms:.0f} ms]", flush=True)
+    got = "ok" if o.reason is None else printable(o.reason)
+    held = "" if o.memory_peak_mb is None else f", held {o.memory_peak_mb:.0f} MB"
+    print(f"{mark} {o.name:<34} {got}  [{o.duration_ms:.0f} ms{held}]", flush=True)
     if not o.contained:
         print(f"          expected: {o.expected}", flush=True)
         if o.host_issue:
-            print(f"          host: {o.host_issue}", flush=True)
+            print(f"          host: {printable(o.host_issue)}", flush=True)
 
 
 def selftest(progress: bool = True) -> SelftestReport:
@@ -303,15 +359,28 @@ def selftest(progress: bool = True) -> SelftestReport:
     return asyncio.run(run_selftest(progress=progress))
 
 
-def main() -> int:
-    report = selftest(progress=True)
-    if report.host_issue:
-        print(f"host check failed: {report.host_issue}")
-    print(
+def summary(report: SelftestReport) -> list[str]:
+    """The lines printed after the programs': host checks, memory figures, the count."""
+    lines = [f"host check failed: {printable(report.host_issue)}"] if report.host_issue else []
+    lines.append(
         f"host peak memory {report.host_peak_mb:.0f} MB (limit {report.host_limit_mb:.0f} MB, "
         "resident, sampled every 20 ms and getrusage)"
     )
-    print(f"contained {report.contained}/{report.total} in {report.duration_s:.1f} s")
+    if any(o.memory_cgroup for o in report.outcomes):
+        lines.append(
+            f"host and sandbox runs together peaked at {report.held_peak_mb:.0f} MB, kernel-held "
+            f"memory included (limit {report.held_limit_mb:.0f} MB: the host's "
+            f"{report.host_limit_mb:.0f} plus {report.concurrency} runs at "
+            f"{report.run_cap_mb:.0f} MB)"
+        )
+    lines.append(f"kernel-held memory: {report.kernel_memory_layer}")
+    lines.append(f"contained {report.contained}/{report.total} in {report.duration_s:.1f} s")
+    return lines
+
+
+def main() -> int:
+    report = selftest(progress=True)
+    print("\n".join(summary(report)))
     return 0 if report.all_contained else 1
 
 

@@ -522,7 +522,11 @@ def main(argv: list[str] | None = None) -> int:
             print(message, file=sys.stderr)
             return 2
     except _user_errors() as exc:
+        from sopgraph.graphs.untrusted_text import printable
+
+        # an MCP server's or a model's words may be quoted in the message
         for line in str(exc).splitlines() or [type(exc).__name__]:
+            line = printable(line)
             print(line if line.startswith("error:") else f"error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ from typing import Any
 from sopgraph.graphs.drawing import to_dot, to_mermaid
 from sopgraph.graphs.model import Sop
 from sopgraph.graphs.units import UNITS, threshold_unit, with_unit
+from sopgraph.graphs.untrusted_text import printable
 from sopgraph.report import status_of
 
 _STYLE = """
@@ -61,7 +62,9 @@ def _text(value: Any, limit: int = 300) -> str:
     if value is None:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return html.escape(text if len(text) <= limit else text[: limit - 1] + "…")
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    # a model or a server wrote it: bidi overrides and lone surrogates are escaped too
+    return html.escape(printable(text, multiline=True))
 
 
 def threshold_with_unit(

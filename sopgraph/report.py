@@ -7,6 +7,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from sopgraph.graphs.untrusted_text import printable
+
 # RunResult fields every run has; any other field a run carries (a status flag, a count) is
 # shown next to its status, so a new kind of outcome is visible without a change here.
 _RESULT_FIELDS = {"thread_id", "sop_id", "status", "input", "verdicts", "path", "actions",
@@ -51,7 +53,9 @@ def format_run(result: Any) -> str:
     tokens = getattr(result, "tokens", None) or {}
     if tokens.get("total_tokens"):
         lines.append(f"  LLM tokens: {tokens['input_tokens']} in, {tokens['output_tokens']} out")
-    return "\n".join(lines)
+    # errors, observations and approvers come from tools, servers, models and clients: no
+    # character of theirs may act on the terminal or start a line of its own
+    return "\n".join(printable(line) for line in lines)
 
 
 def status_of(result: Any) -> str:

@@ -252,3 +252,65 @@ def test_code_extraction_and_traceback_cleaning():
         'Traceback (most recent call last):\n  File "<sandbox>", line 1, in <module>\n'
         "    x = 1/0\nZeroDivisionError: division by zero"
     )
+
+
+# -- text a model wrote must serialise: `sopgraph run --arch codeact --json` ----------------
+
+LONE_ARG = (
+    "```python\nr = robotics_execute_query(metric='station_idle_pct\\ud800', site='FC1')\n"
+    "print(r['value'])\n```"
+)
+# the model's own reply holds the lone surrogate (an endpoint's JSON "\ud800"), not an escape
+LONE_TEXT = "```python\nprint('idle \ud800')\n```"
+
+
+@pytest.mark.parametrize("reply", [LONE_ARG, LONE_TEXT], ids=["tool argument", "reply text"])
+def test_lone_surrogates_from_the_model_do_not_break_the_json_output(
+    reply, tmp_path, monkeypatch, capsys
+):
+    import json
+
+    import yaml
+    from fake_chat import scripted_dspy_lm
+    from sop_factory import make_sop
+
+    from sopgraph.cli import main
+    from sopgraph.nodes import architectures
+
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
+    sop = {
+        "id": "lone_surrogate",
+        "params": {"idle_pct_threshold": 25},
+        "entry": {"station_idle": ["obs_idle"]},
+        "nodes": {
+            "obs_idle": {
+                "kind": "observation",
+                "text": "The station was idle more than {idle_pct_threshold}% of 15 minutes.",
+                "data": ["robotics.station_idle_pct"],
+                "next": {"true": ["act_close"], "false": ["act_close"]},
+            },
+            "act_close": {"kind": "action", "text": "Close the alarm."},
+        },
+    }
+    root = make_sop(tmp_path / "sop", sop, {})
+    servers = {"robotics": {"command": sys.executable, "args": [str(SERVER), "--name", "robotics"]}}
+    (root / "mcp.yaml").write_text(yaml.safe_dump({"servers": servers}))
+    model = _model(reply, ANSWER_TRUE)
+    fake = architectures.Models(model, scripted_dspy_lm(), "fake")
+    monkeypatch.setattr(architectures, "load_models", lambda settings=None: fake)
+    alarm = {"type": "station_idle", "site": "FC1", "timestamp": "2025-01-01T10:00:00Z"}
+
+    code = main(["run", str(root), "--arch", "codeact", "--input", json.dumps(alarm), "--json"])
+
+    out = capsys.readouterr().out
+    assert code == 0, out[-2000:]
+    result = json.loads(out)
+    out.encode("utf-8")  # strict: no surrogate left anywhere in the output
+    (step,) = [s for s in result["trail"] if s["node"] == "obs_idle"]
+    assert step["executor"] == "codeact" and step["verdict"] == "true"
+    detail = step["detail"]
+    if reply is LONE_ARG:
+        (call,) = detail["mcp_calls"]
+        assert call["args"]["metric"] == "station_idle_pct\ufffd"
+    else:
+        assert detail["code"][0]["ok"] and detail["code"][0]["stdout"] == "idle \ufffd\n"

@@ -1,4 +1,5 @@
 import asyncio
+import re
 import sys
 
 import pytest
@@ -6,9 +7,12 @@ import pytest
 from sopgraph.nodes.sandbox import TRUNCATION_MARKER, SandboxLimits, run_code
 from sopgraph.nodes.sandbox_selftest import (
     HOST_MEMORY_LIMIT_MB,
+    ProgramOutcome,
+    SelftestReport,
     fake_tools,
     load_corpus,
     run_selftest,
+    summary,
 )
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox jail is Linux-only")
@@ -16,18 +20,35 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox jai
 FAST = SandboxLimits(cpu_seconds=2, wall_timeout_s=4)
 
 
-async def test_corpus_is_contained():
-    report = await run_selftest(progress=False)
+async def test_corpus_is_contained(capsys):
+    report = await run_selftest(progress=True)
     escaped = [
         (o.name, o.reason, o.expected, o.host_issue) for o in report.outcomes if not o.contained
     ]
     assert escaped == []
     assert report.host_issue is None
-    assert report.total == len(load_corpus()) >= 68
+    assert report.total == len(load_corpus()) >= 89
     # standalone the limit is HOST_MEMORY_LIMIT_MB; inside a big host (this test runner) it is
     # where the host began plus HOST_MEMORY_GROWTH_MB
     assert HOST_MEMORY_LIMIT_MB <= report.host_limit_mb
     assert 0 < report.host_peak_mb < report.host_limit_mb
+    # what the programs printed and the summary: the memfd attacks with what they held, the
+    # host's memory with what every run held, and which layer bounds kernel-held memory
+    lines = capsys.readouterr().out.splitlines() + summary(report)
+    assert not [c for c in "\n".join(lines) if c in "\x1b\r\x07\u2028"]
+    memfd = [line for line in lines if "_memfd_fill" in line]
+    assert len(memfd) == 2 and all(line.startswith("contained") for line in memfd)
+    (layer,) = [line for line in lines if line.startswith("kernel-held memory: ")]
+    if all(o.memory_cgroup for o in report.outcomes):
+        held = [int(re.search(r", held (\d+) MB\]", line)[1]) for line in memfd]
+        assert all("memory limit" in line for line in memfd) and all(200 < h <= 304 for h in held)
+        assert "a memory cgroup per run counts and caps it at 304 MB" in layer
+        assert 0 < report.held_peak_mb < report.held_limit_mb
+        assert any(line.startswith("host and sandbox runs together peaked at") for line in lines)
+    else:
+        assert all("permission denied" in line for line in memfd)
+        assert "memfd_create denied by seccomp" in layer
+    assert lines[-1].startswith(f"contained {report.total}/{report.total} in ")
 
 
 def test_corpus_has_attacks_and_benign_programs():
@@ -105,3 +126,24 @@ async def test_runs_as_root_apply_every_os_layer():
     res = await run_code("print('hi')", limits=FAST)
     expected = {"rlimits", "uid", "netns", "pidns", "mountns", "rootfs", "procfs", "seccomp"}
     assert expected | {"tmp cwd"} <= set(res.isolation)
+
+
+def _outcome(name: str, cgroup: bool) -> ProgramOutcome:
+    return ProgramOutcome(
+        name=name, attack="a", contained=True, expected="ok", reason=None, duration_ms=1.0,
+        memory_peak_mb=8.0 if cgroup else None, memory_cgroup=cgroup,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "cgroups,layer",
+    [
+        ((True, True), "a memory cgroup per run counts and caps it at 304 MB"),
+        ((False, False), "no memory cgroup on this host: memfd_create denied by seccomp"),
+        ((True, False), "a memory cgroup in 1/2 runs (cap 304 MB); the rest: memfd_create"),
+    ],
+)
+def test_selftest_says_which_layer_bounds_kernel_held_memory(cgroups, layer):
+    outcomes = [_outcome(f"p{i}", c) for i, c in enumerate(cgroups)]
+    report = SelftestReport(outcomes=outcomes, duration_s=1.0, run_cap_mb=304)
+    assert report.kernel_memory_layer.startswith(layer)

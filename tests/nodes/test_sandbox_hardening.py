@@ -1,7 +1,8 @@
 """The adversarial pass on the sandbox (issue 10): each finding, judged by its effect on the host.
 
 Host memory exhaustion from inside, forged results, Python-guard bypasses and information
-exposure. Every test here failed on the sandbox before the hardening.
+exposure. Every test here failed on the sandbox before the hardening. Issue 23 added the
+memory the kernel holds for a guest (memfd) and text the guest chose reaching a terminal.
 """
 
 import asyncio
@@ -13,6 +14,7 @@ import time
 import pytest
 
 from sopgraph.nodes.sandbox import SandboxLimits, run_code
+from sopgraph.nodes.sandbox_cgroup import own_memory_cgroup
 from sopgraph.nodes.sandbox_selftest import fake_tools, load_corpus
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox jail is Linux-only")
@@ -26,15 +28,25 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-async def _run_sampled(code: str, limits: SandboxLimits, **kw):
-    """Run `code` while sampling this (host) process's resident memory; (result, growth MB, s)."""
-    base = peak = _rss_mb()
+def _shmem_mb() -> float:
+    """The system's shared memory: where memfd and tmpfs pages are counted."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("Shmem:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no Shmem line in /proc/meminfo")
+
+
+async def _run_sampled(code: str, limits: SandboxLimits, measure=_rss_mb, **kw):
+    """Run `code` while sampling `measure` (default: this host process's resident memory);
+    (result, growth MB, s)."""
+    base = peak = measure()
     done = False
 
     async def sample() -> None:
         nonlocal peak
         while not done:
-            peak = max(peak, _rss_mb())
+            peak = max(peak, measure())
             await asyncio.sleep(0.01)
 
     sampler = asyncio.create_task(sample())
@@ -221,3 +233,90 @@ async def test_cancelled_run_leaves_no_process_and_no_fd():
         await task
     assert sandbox_pids(USED_UIDS) == []
     assert len(os.listdir("/proc/self/fd")) <= fds
+
+
+# -- memory the kernel holds for the guest: counted and capped per run, or denied -----------
+
+# The selftest's limits: on ef10995 a guest filling memfd files held 885-944 MB with them.
+MEMFD_LIMITS = SandboxLimits(cpu_seconds=2, wall_timeout_s=6, memory_mb=256, disk_mb=48)
+CAP_MB = MEMFD_LIMITS.memory_mb + MEMFD_LIMITS.disk_mb
+MEMFD = ["86_memfd_fill", "87_memfd_fill_os_layer"]
+
+
+def _left_cgroups() -> list[str]:
+    own = own_memory_cgroup()
+    if own is None:
+        return []
+    return [p.name for p in own[0].iterdir() if p.name.startswith(f"sopgraph-sbx-{os.getpid()}-")]
+
+
+def _has_memory_cgroup() -> bool:
+    return os.geteuid() == 0 and own_memory_cgroup() is not None
+
+
+@pytest.mark.parametrize("name", MEMFD)
+async def test_memfd_fill_is_capped_and_counted_by_the_run_memory_cgroup(name):
+    if not _has_memory_cgroup():
+        pytest.skip("no memory cgroup to make here (the seccomp test below covers this host)")
+    prog = PROGRAMS[name]
+    res, rise, wall = await _run_sampled(
+        prog.code, MEMFD_LIMITS, _shmem_mb, python_guard=prog.guard
+    )
+    assert rise < CAP_MB + 64  # what the host saw, whatever the sandbox reports
+    assert wall < MEMFD_LIMITS.wall_timeout_s  # stopped at its cap, not held until the wall clock
+    assert (res.ok, res.reason) == (False, "memory limit"), res.error
+    assert "memcg" in res.isolation and 0 < res.memory_peak_mb <= CAP_MB
+    assert _left_cgroups() == []
+
+
+@pytest.mark.parametrize("name", MEMFD)
+async def test_without_a_memory_cgroup_memfd_create_is_denied(name):
+    prog = PROGRAMS[name]
+    res, rise, _ = await _run_sampled(
+        prog.code, MEMFD_LIMITS, _shmem_mb, python_guard=prog.guard, memory_cgroup=False
+    )
+    assert "memcg" not in res.isolation and res.memory_peak_mb is None
+    assert (res.ok, res.reason) == (False, "permission denied"), res.error
+    assert rise < 64
+
+
+async def test_every_run_reports_what_it_held_and_leaves_no_cgroup():
+    if not _has_memory_cgroup():
+        pytest.skip("no memory cgroup to make here")
+    code = "with open('f', 'wb') as f:\n    for _ in range(12):\n        f.write(b'x' * 2**20)"
+    res = await run_code(code, limits=MEMFD_LIMITS)
+    assert res.ok, res.error
+    assert 12 <= res.memory_peak_mb < 12 + 30  # its 12 MB tmpfs file, with the interpreter
+    task = asyncio.create_task(run_code("import time\ntime.sleep(30)", limits=MEMFD_LIMITS))
+    await asyncio.sleep(1.0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert _left_cgroups() == []
+
+
+# -- text the guest chose reaches the host's terminal escaped ------------------------------
+
+_ACTIVE = ("\x1b", "\r", "\x07", "\u2028", "\u202e")
+
+
+@pytest.mark.parametrize(
+    "name", ["88_terminal_injection_reason", "89_forged_reason_controls_os_layer"]
+)
+async def test_a_failure_reason_the_guest_chose_is_escaped_wherever_it_is_printed(name, capsys):
+    from sopgraph.nodes.sandbox_selftest import ProgramOutcome, _print
+
+    prog = PROGRAMS[name]
+    res = await run_code(prog.code, fake_tools(), FAST, python_guard=prog.guard)
+    assert not res.ok
+    assert "\\x1b[2K\\r" in res.reason and "contained 99/99" in res.reason
+    for text in (res.reason, res.error):
+        assert not [c for c in text if c in _ACTIVE or "\ud800" <= c <= "\udfff"], text
+    assert "\n" not in res.reason
+    text = res.reason
+    _print(ProgramOutcome(name=name, attack="a", contained=False, expected="ok", reason=text,
+                          duration_ms=1.0, host_issue=f"host: {text}"))  # fmt: skip
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) == 3  # the outcome, what was expected, the host's issue
+    assert not [c for c in out if c in _ACTIVE]
+    assert not any(line.startswith("contained") for line in out.splitlines())

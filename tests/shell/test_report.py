@@ -82,3 +82,26 @@ def test_status_shows_fields_a_result_adds():
     assert status_of(Result(status="unresolved", loop_exhausted=True, unmatched=["x"])) == (
         "unresolved, loop_exhausted, unmatched: ['x']"
     )
+
+
+def test_a_run_prints_what_tools_servers_and_models_wrote_escaped():
+    from sopgraph.graphs.runner import RunResult
+    from sopgraph.report import format_run
+
+    forged = "\x1b[2K\r\x1b[32mcontained 99/99\x1b[0m\x07\u2028\u202e\ud800\nfake line"
+    result = RunResult(
+        thread_id="t1", sop_id="s", status="unresolved",
+        trail=[
+            {"node": "obs_a", "kind": "observation", "status": "error", "executor": "tool",
+             "error": f"McpError: {forged}"},
+            {"node": "obs_b", "kind": "observation", "status": "decided", "verdict": "true",
+             "executor": "codeact", "observed": forged},
+        ],
+        actions=[{"node": "act_c", "status": "executed", "by": forged}],
+        unresolved={"obs_a": f"tool failed: {forged}"},
+    )  # fmt: skip
+    text = format_run(result)
+    assert len(text.splitlines()) == 5  # the header, two steps, the action, the unresolved node
+    assert not [c for c in text if c in "\x1b\r\x07\u2028\u202e" or "\ud800" <= c <= "\udfff"]
+    assert "\\x1b[2K\\r\\x1b[32mcontained 99/99" in text and "\\nfake line" in text
+    text.encode("utf-8")

@@ -1,0 +1,25 @@
+# attack: fills memfd files with the guard off: the memory cgroup (or seccomp, without one) holds
+# expect: memory limit | permission denied
+# guard: off
+import errno
+import os
+import time
+
+chunk = b'x' * (1 << 20)
+files = []
+while True:
+    try:
+        fd = os.memfd_create('fill')
+    except OSError as e:
+        if e.errno != errno.EMFILE:
+            raise
+        break
+    files.append(fd)
+    try:
+        while True:
+            os.write(fd, chunk)
+    except OSError as e:
+        if e.errno != errno.EFBIG:
+            raise
+while True:
+    time.sleep(1)
