@@ -144,15 +144,19 @@ def cmd_eval_tools(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
         return 0
+    from sopgraph.graphs.untrusted_text import printable
+
     print(f"{summary['passed']}/{summary['nodes']} nodes pass every {args.split} case")
     for r in results:
         if not r.passed:
             why = r.error or f"{r.correct}/{r.cases} cases right"
-            print(f"  FAIL {r.node}: {why}")
+            print(printable(f"  FAIL {r.node}: {why}"))  # a tool's or a server's error text
             for f in r.failures[:3]:
                 print(
-                    f"       {f.site} {f.timestamp}: expected {f.expected}, got {f.got} "
-                    f"(observed {f.observed}; expected observed {f.expected_observed}) {f.error or ''}"
+                    printable(
+                        f"       {f.site} {f.timestamp}: expected {f.expected}, got {f.got} "
+                        f"(observed {f.observed}; expected observed {f.expected_observed}) {f.error or ''}"
+                    )
                 )
     for r in results:
         for problem in r.unit_problems:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgraph.cli import UserError, build_parser, write_output
+from sopgraph.graphs.untrusted_text import printable
 
 SPEC_TOKENS = 400  # a filled spec is ~150 tokens; room for a model that explains first
 JUDGE_TOKENS = 200  # a diagnosis of two or three sentences, or a yes/no with one
@@ -115,7 +116,8 @@ def _progress(enabled: bool):
 def _log(line: str) -> None:
     """A stage line on stderr when no live display can show it (a background run's log)."""
     if not sys.stderr.isatty():
-        print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
+        # stage lines quote the models' and the tools' errors
+        print(f"{time.strftime('%H:%M:%S')} {printable(line)}", file=sys.stderr, flush=True)
 
 
 def _split_list(text: str | None) -> list[str]:
@@ -241,7 +243,7 @@ def _make_line(r: dict[str, Any], sop: str) -> str:
         f"held-out {ev}, {r['tokens']:,} tokens, {r['seconds']:.0f} s"
     )
     if r["version"] is None:
-        notes = f" ({'; '.join(r['notes'])})" if r["notes"] else ""
+        notes = f" ({printable('; '.join(r['notes']))})" if r["notes"] else ""
         return f"{head}; not registered{notes}; record {r['record']}"
     return (
         f"{head}; registered v{r['version']} (inactive), record {r['record']}\n"
