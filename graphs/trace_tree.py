@@ -17,6 +17,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import StatusCode
 
+from sopgraph.graphs.untrusted_text import printable
+
 
 class TreeExporter(SpanExporter):
     """Buffers the spans of each trace and prints the trace as an indented tree when its root ends.
@@ -72,7 +74,7 @@ def _label(span: ReadableSpan) -> str:
         parts.append(f"ERROR {why[:80] + '…' if len(why) > 80 else why}".rstrip())
     ms = ((span.end_time or span.start_time or 0) - (span.start_time or 0)) / 1e6
     parts.append(f"{ms:.1f} ms")
-    return " ".join(parts)
+    return printable(" ".join(parts))  # observed values and errors come from MCP servers
 
 
 def format_tree(spans: Sequence[ReadableSpan]) -> str:

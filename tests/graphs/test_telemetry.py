@@ -369,3 +369,23 @@ def test_agent_and_chat_spans_carry_usage():
     assert chat.attributes["gen_ai.provider.name"] == "openai"
     assert chat.attributes["gen_ai.usage.output_tokens"] == 10
     assert chat.kind.name == "CLIENT"
+
+
+def test_console_tree_escapes_what_servers_wrote():
+    """Observed values and error texts come from MCP servers: the console tree shows their
+    control characters as escapes, so a server cannot forge or erase lines of the tree."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.trace import Status, StatusCode
+
+    from sopgraph.graphs.trace_tree import format_tree
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("t").start_as_current_span("execute_tool obs") as span:
+        span.set_attribute("sopgraph.observed", "31\x1b[2K\rcontained 99/99\u2028")
+        span.set_status(Status(StatusCode.ERROR, "boom\x07\x1b]0;title\x07"))
+    tree = format_tree(exporter.get_finished_spans())
+    assert not any(ch in tree for ch in "\x1b\r\x07\u2028"), repr(tree)
+    assert "contained 99/99" in tree and len(tree.splitlines()) == 1
