@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -198,19 +199,24 @@ async def wait_listening(proc: subprocess.Popen, port: int, timeout: float = 90.
 
 
 @asynccontextmanager
-async def mcp_server(sop_dir: Path, home: Path) -> AsyncIterator[tuple[str, int]]:
-    """``sopgraph mcp serve --transport http`` serving ``sop_dir``; yields its URL and pid."""
+async def mcp_server(sop_dir: Path, home: Path) -> AsyncIterator[tuple[str, int, str]]:
+    """``sopgraph mcp serve --transport http`` serving ``sop_dir``; yields its URL, pid and the
+    bearer token it accepts (a fresh one, in a tokens file in ``home``)."""
     port = free_port()
     env = {**os.environ, "SOPGRAPH_SOPS": str(sop_dir), "SOPGRAPH_HOME": str(home)}
+    token = secrets.token_urlsafe(32)
+    tokens = home / "bench-mcp-tokens"
+    tokens.write_text(f"bench {token}\n")
+    tokens.chmod(0o600)
     proc = subprocess.Popen(
         # --approval client: the benchmark, as the operator, lets its client approve by policy
         [sys.executable, "-m", "sopgraph", "mcp", "serve", "--transport", "http",
-         "--port", str(port), "--approval", "client"],
+         "--port", str(port), "--approval", "client", "--tokens", str(tokens)],
         env=env, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         await wait_listening(proc, port)
-        yield f"http://127.0.0.1:{port}/mcp", proc.pid
+        yield f"http://127.0.0.1:{port}/mcp", proc.pid, token
     finally:
         proc.terminate()
         try:
@@ -248,6 +254,7 @@ async def bench_mcp(
     inputs: list[dict[str, Any]] | None = None,
     *,
     url: str | None = None,
+    token: str | None = None,
     clients: int = 1,
     approval: str = "approve",
     home: Path | None = None,
@@ -256,7 +263,7 @@ async def bench_mcp(
 
     The server is started for the bench (its SOP search path set to ``sop``, its home a scratch
     folder linking the data folders of ``home``, default the sopgraph home) unless ``url`` is
-    given. Calls are spread over ``clients`` MCP sessions. Gated actions follow ``approval``
+    given, with ``token``, a bearer token of that server. Calls are spread over ``clients`` MCP sessions. Gated actions follow ``approval``
     (default approve, so a run does not pause). One warm-up run, not counted, opens the SOP.
 
     Example:
@@ -266,15 +273,21 @@ async def bench_mcp(
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
+    from sopgraph.mcp_servers.server_auth import bearer_client
+
     _, sop_dir, sop_id, inputs, data_home = _resolve(sop, inputs, home, n)
     pid = None
     async with AsyncExitStack() as stack:
         if url is None:
             scratch = server_home(stack, data_home)
-            url, pid = await stack.enter_async_context(mcp_server(sop_dir, scratch))
+            url, pid, token = await stack.enter_async_context(mcp_server(sop_dir, scratch))
+        if token is None:
+            raise ValueError(f"{url}: give the token of that server (token=...)")
         sessions = []
-        for _ in range(max(1, clients)):
-            read, write, _ = await stack.enter_async_context(streamable_http_client(url))
+        for _ in range(max(1, clients)):  # one HTTP client per session, as the SDK makes
+            http = await stack.enter_async_context(bearer_client(token))
+            streams = streamable_http_client(url, http_client=http)
+            read, write, _ = await stack.enter_async_context(streams)
             session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
             sessions.append(session)

@@ -129,6 +129,15 @@ def new_thread_id() -> str:
 
 
 LOG_HOLD_S = 0.1  # in-memory runs: the longest an invocation row waits for its group commit
+# How far each approval policy lets gated actions go. A run continued by another process never
+# goes further than that process's own policy, whatever the run was started with.
+_REACH = {"reject": 0, "ask": 1, "approve": 2}
+
+
+def within_policy(recorded: str | None, policy: str) -> str:
+    """``recorded`` (a run's approval policy) unless it reaches further than ``policy``."""
+    recorded = recorded or "ask"
+    return recorded if _REACH.get(recorded, 2) <= _REACH[policy] else policy
 
 
 def default_checkpoint_path() -> Path:
@@ -287,10 +296,13 @@ class Session:
         fresh = thread_id is None
         thread_id = thread_id or new_thread_id()
         config = self._config(thread_id, approval, approver)
+        policy = config["configurable"]["approval"]
         snapshot = None if fresh else await self.graph.aget_state(config)
         killed = None if fresh else self._killed_invocation(thread_id, snapshot)
         if killed is not None:
-            return await self._continue_journaled(thread_id, killed, on_step, snapshot)
+            return await self._continue_journaled(
+                thread_id, killed, on_step, snapshot, policy, approver
+            )
         if snapshot is not None and snapshot.values:
             if snapshot.next and not snapshot.interrupts:
                 return await self._invoke(None, config, on_step, "continue", snapshot)
@@ -305,10 +317,18 @@ class Session:
         interrupt_id: str | None = None,
         on_step: StepCallback | None = None,
         approver: str | None = None,
+        approval: str | None = None,
     ) -> RunResult:
         """Answer the pending gated action(s) of ``thread_id`` with approve or reject;
-        ``approver`` (which client or user answers) is recorded with the action."""
-        config = self._config(thread_id)
+        ``approver`` (which client or user answers) is recorded with the action.
+
+        ``approval`` (default the session's) is the policy of the process answering: under
+        ``reject`` an approval is refused, so no gated action runs here by any answer.
+        """
+        policy = approval or self.approval
+        # The answer decides the action it answers (a reject stands under any policy); later
+        # gated actions of this resume pause for their own answer.
+        config = self._config(thread_id, "ask")
         snapshot = await self.graph.aget_state(config)
         if not snapshot.values:
             raise InputError(f"no run with thread id {thread_id!r}; start one with `sopgraph run`")
@@ -319,9 +339,15 @@ class Session:
                 "so there is nothing to approve or reject"
             )
         try:
-            decide_approval(decision)
+            approves = decide_approval(decision)
         except DecisionError as exc:
             raise InputError(str(exc)) from None
+        if approves and policy == "reject":
+            raise InputError(
+                f"run {thread_id!r} cannot be approved here: the approval policy is 'reject', "
+                "which executes no gated action; answer 'reject', or resume it where "
+                "approving is allowed"
+            )
         ids = [i.id for i in snapshot.interrupts]
         if interrupt_id is not None:
             if interrupt_id not in ids:
@@ -333,7 +359,9 @@ class Session:
             if killed.kind == "resume" and all(
                 decide_approval(a) == decide_approval(decision) for a in killed.payload.values()
             ):
-                return await self._continue_journaled(thread_id, killed, on_step, snapshot)
+                return await self._continue_journaled(
+                    thread_id, killed, on_step, snapshot, policy, approver
+                )
             raise InputError(
                 f"run {thread_id!r} was already answered and continued by a process that "
                 f"was stopped; finish it with `sopgraph run --thread {thread_id}` (or "
@@ -349,12 +377,25 @@ class Session:
         return self.journal.unfinished_invocation(thread_id, checkpoint_id(snapshot))
 
     async def _continue_journaled(
-        self, thread_id: str, killed: Any, on_step: StepCallback | None, snapshot: Any
+        self,
+        thread_id: str,
+        killed: Any,
+        on_step: StepCallback | None,
+        snapshot: Any,
+        policy: str,
+        approver: str | None,
     ) -> RunResult:
         """Run a killed invocation again as it was recorded; each node it had finished gives
-        back its journaled result instead of running (``graphs.compiler.REPLAY``)."""
+        back its journaled result instead of running (``graphs.compiler.REPLAY``).
+
+        Within this process's ``policy``: a recorded policy that reaches further is cut down
+        to it, recorded with ``approver`` (under ``reject`` a gated action that had not run is
+        rejected, whatever answer the stopped resume carried; one that ran is only replayed).
+        """
         conf = killed.configurable
-        config = self._config(thread_id, conf.get("approval"), conf.get("approver"))
+        allowed = within_policy(conf.get("approval"), policy)
+        who = conf.get("approver") if allowed == conf.get("approval") else approver
+        config = self._config(thread_id, allowed, who)
         config["configurable"][REPLAY] = self.journal.journaled_nodes(thread_id)
         payload = killed.payload
         if killed.kind == "start":

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.fastmcp.exceptions import ResourceError, ToolError
+from mcp.server.fastmcp.resources import FunctionResource
 from pydantic import BaseModel, Field
 
 from sopgraph.examples import EXAMPLES
@@ -277,3 +278,54 @@ def discover(paths: list[Path] | None = None) -> Catalog:
                 continue
             catalog.sops[sop.id] = CatalogEntry(real.parent, sop, real.read_text(encoding="utf-8"))
     return catalog
+
+
+def add_resources(server: Any, catalog: Catalog) -> None:
+    """Offer each SOP's text and Mermaid drawing as resources ``sop://<id>/text|mermaid``."""
+
+    def sop_text(sop_id: str) -> str:
+        return _entry(catalog, sop_id).text
+
+    def sop_mermaid(sop_id: str) -> str:
+        entry = _entry(catalog, sop_id)
+        try:
+            from sopgraph.graphs.drawing import to_mermaid
+        except ImportError as exc:
+            raise ResourceError(f"Mermaid drawing is not available: {exc}") from None
+        return to_mermaid(entry.sop)
+
+    # Templates let a client build the URI from an id; concrete entries make them listable.
+    server.resource(
+        "sop://{sop_id}/text",
+        name="sop_text",
+        mime_type="application/yaml",
+        description="The SOP file (YAML) of an SOP.",
+    )(sop_text)
+    server.resource(
+        "sop://{sop_id}/mermaid",
+        name="sop_mermaid",
+        mime_type="text/vnd.mermaid",
+        description="The SOP's decision graph as a Mermaid flowchart.",
+    )(sop_mermaid)
+    for e in catalog.entries():
+        sid = e.sop.id
+        for kind, fn, mime in (
+            ("text", sop_text, "application/yaml"),
+            ("mermaid", sop_mermaid, "text/vnd.mermaid"),
+        ):
+            server.add_resource(
+                FunctionResource(
+                    uri=f"sop://{sid}/{kind}",
+                    name=f"{sid}_{kind}",
+                    title=f"{e.sop.title or sid} ({'YAML' if kind == 'text' else 'Mermaid'})",
+                    mime_type=mime,
+                    fn=lambda fn=fn, sid=sid: fn(sid),
+                )
+            )
+
+
+def _entry(catalog: Catalog, sop_id: str) -> Any:
+    try:
+        return catalog.get(sop_id)
+    except ToolError as exc:
+        raise ResourceError(str(exc)) from None

@@ -31,6 +31,7 @@ class Hub:
         self._owners: list[asyncio.Task] = []
         self._stop: asyncio.Event | None = None
         self._users = 0
+        self._models: Any = None
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[Hub]:
@@ -81,11 +82,24 @@ class Hub:
             raise ToolError(f"no run {run_id!r}; start one with run_sop")
         return session
 
+    def models(self) -> Any:
+        """The configured models (``SOPGRAPH_MODEL``, as ``sopgraph run`` reads it), loaded on
+        the first SOP opened: with one, a node whose tool is missing or fails falls back to the
+        CodeAct sub-agent. Nothing starts here (a local model server starts on first use)."""
+        if self._models is None:
+            from sopgraph.nodes.architectures import load_models
+
+            self._models = load_models()
+        return self._models
+
     async def _own(self, sop_dir: Path, fut: asyncio.Future) -> None:
         from sopgraph.graphs.runner import Session
 
         try:
-            async with Session(sop_dir, checkpoint=self.checkpoint) as session:
+            models = self.models()
+            async with Session(
+                sop_dir, checkpoint=self.checkpoint, model=models.chat, lm=models.lm
+            ) as session:
                 fut.set_result(session)
                 await self._stop.wait()
         except Exception as exc:  # noqa: BLE001 - reported to whoever awaits the session

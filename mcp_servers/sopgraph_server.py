@@ -8,8 +8,12 @@ even by another server process sharing the checkpoint store.
 
 Run::
 
-    sopgraph mcp serve                                   # stdio
-    sopgraph mcp serve --transport http --port 8000      # streamable HTTP at /mcp
+    sopgraph mcp serve                                                # stdio
+    sopgraph mcp serve --transport http --port 8000 --tokens FILE     # streamable HTTP at /mcp
+
+Over HTTP every client needs a bearer token from the operator's tokens file (format in
+``mcp_servers/server_auth.py``); the token's identity is recorded as the approver of the gated
+actions that client answers. Over stdio the approver is the OS user running the server.
 """
 
 from __future__ import annotations
@@ -24,12 +28,28 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.server.fastmcp.exceptions import ResourceError, ToolError
-from mcp.server.fastmcp.resources import FunctionResource
+from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from sopgraph.mcp_servers.sop_catalog import Catalog, RunSummary, SopInfo, SopSummary, discover
+from sopgraph.mcp_servers.http_transport import guard_session_manager, quiet_disconnects
+from sopgraph.mcp_servers.server_auth import (
+    APPROVER_HELP,
+    TOKENS_HELP,
+    TokenError,
+    TokenTable,
+    auth_settings,
+    load_tokens,
+    local_operator,
+    request_identity,
+)
+from sopgraph.mcp_servers.sop_catalog import (
+    RunSummary,
+    SopInfo,
+    SopSummary,
+    add_resources,
+    discover,
+)
 from sopgraph.mcp_servers.sop_sessions import Hub
 
 SERVER_NAME = "sopgraph"
@@ -77,6 +97,20 @@ class SopgraphMCP(FastMCP):
                 f"{name}: argument {where!r}: {err['msg']} (got {got}); see the tool's input schema"
             ) from None
 
+    def streamable_http_app(self) -> Any:
+        """The SDK's app, refused without tokens (deny by default), with the JSON depth limit."""
+        if self._token_verifier is None:
+            raise TokenError(
+                "sopgraph's MCP server is not served over HTTP without bearer tokens: pass "
+                "create_server(tokens=...) or `sopgraph mcp serve --tokens FILE`"
+            )
+        app = super().streamable_http_app()
+        guard_session_manager(self.session_manager)
+        return app
+
+    def sse_app(self, mount_path: str | None = None) -> Any:
+        raise TokenError("sopgraph's MCP server is served over stdio or streamable HTTP only")
+
 
 @contextmanager
 def _input_errors() -> Iterator[None]:
@@ -110,28 +144,6 @@ def _progress_message(node: str, update: dict[str, Any]) -> str:
     return f"{node}: {step.get('status', 'done')}{verdict}"
 
 
-def _approver(ctx: Context) -> str:
-    """Who answers through this request: the MCP client's name, version and HTTP session."""
-    who = "mcp client"
-    try:
-        info = ctx.session.client_params.clientInfo if ctx.session.client_params else None
-    except (AttributeError, ValueError):
-        info = None
-    if info is not None:
-        who += f" {info.name} {info.version}".rstrip()
-    request = getattr(ctx.request_context, "request", None) if _has_request(ctx) else None
-    session_id = request.headers.get("mcp-session-id") if request is not None else None
-    return who + (f" (session {session_id})" if session_id else "")
-
-
-def _has_request(ctx: Context) -> bool:
-    try:
-        ctx.request_context  # noqa: B018 - raises outside a request
-    except ValueError:
-        return False
-    return True
-
-
 def _client_policy(server_policy: str, asked: str) -> str:
     """The approval policy a run_sop call gets: the operator's unless it lets the client pick."""
     if server_policy == "client":
@@ -145,16 +157,40 @@ def _client_policy(server_policy: str, asked: str) -> str:
     return server_policy
 
 
-def create_server(hub: Hub, approval: str = "ask", **settings: Any) -> FastMCP:
+def _resume_ceiling(server_policy: str, decision: str) -> str:
+    """The policy a resume_run answer goes through: ``reject`` servers approve nothing."""
+    if server_policy == "reject" and decision != "reject":
+        raise ToolError(
+            f"decision {decision!r} is not allowed: this server's approval policy is 'reject' "
+            "(the operator's `sopgraph mcp serve --approval`), so it executes no gated action; "
+            "answer 'reject', or have the run resumed where approving is allowed"
+        )
+    return "reject" if server_policy == "reject" else "ask"
+
+
+def create_server(
+    hub: Hub,
+    approval: str = "ask",
+    *,
+    tokens: TokenTable | None = None,
+    operator: str | None = None,
+    **settings: Any,
+) -> FastMCP:
     """The FastMCP server over ``hub``'s SOPs; ``settings`` go to ``FastMCP`` (host, port...).
 
-    ``approval`` is the operator's policy at gated actions (``SERVER_APPROVALS``).
+    ``approval`` is the operator's policy at gated actions (``SERVER_APPROVALS``). ``tokens``
+    (required to serve HTTP) authenticates every request and names its approver; without them
+    (stdio) the approver is ``operator``, default the OS user.
     """
     if approval not in SERVER_APPROVALS:
         raise ValueError(f"approval must be one of {', '.join(SERVER_APPROVALS)}")
     catalog = hub.catalog
     approval_policy = approval
+    operator = local_operator(operator)
     settings.setdefault("max_request_body_size", MAX_HTTP_BODY)
+    if tokens is not None:
+        url = f"http://{settings.get('host', '127.0.0.1')}:{settings.get('port', 8000)}"
+        settings.update(auth=auth_settings(url), token_verifier=tokens)
 
     @asynccontextmanager
     async def lifespan(_: FastMCP) -> AsyncIterator[Hub]:
@@ -230,7 +266,10 @@ def create_server(hub: Hub, approval: str = "ask", **settings: Any) -> FastMCP:
         policy = _client_policy(approval_policy, approval)
         session = await hub.session(sop_id)
         run_id = f"{entry.sop.id}:{thread_id or uuid.uuid4().hex[:12]}"
-        who = _approver(ctx) if approval_policy == "client" else f"operator (--approval {policy})"
+        if approval_policy == "client":  # the authenticated client chose the policy
+            who = request_identity(ctx, tokens, operator)
+        else:
+            who = f"operator (--approval {policy})"
         with _input_errors():
             result = await session.run(
                 input, thread_id=run_id, approval=policy, on_step=_reporter(ctx), approver=who
@@ -264,65 +303,19 @@ def create_server(hub: Hub, approval: str = "ask", **settings: Any) -> FastMCP:
 
         Only for runs whose status is 'interrupted'. Returns the run's new state; it may be
         interrupted again at a later gated action. Sends a progress notification per node.
+        A server whose operator's policy is 'reject' accepts only 'reject'.
         """
+        ceiling = _resume_ceiling(approval_policy, decision)
+        who = request_identity(ctx, tokens, operator)
         session = await hub.run_session(run_id)
         with _input_errors():
             result = await session.resume(
-                run_id, decision, on_step=_reporter(ctx), approver=_approver(ctx)
+                run_id, decision, on_step=_reporter(ctx), approver=who, approval=ceiling
             )
         return RunSummary.of(result)
 
-    _add_resources(server, catalog)
+    add_resources(server, catalog)
     return server
-
-
-def _add_resources(server: FastMCP, catalog: Catalog) -> None:
-    def sop_text(sop_id: str) -> str:
-        return _entry(catalog, sop_id).text
-
-    def sop_mermaid(sop_id: str) -> str:
-        entry = _entry(catalog, sop_id)
-        try:
-            from sopgraph.graphs.drawing import to_mermaid
-        except ImportError as exc:
-            raise ResourceError(f"Mermaid drawing is not available: {exc}") from None
-        return to_mermaid(entry.sop)
-
-    # Templates let a client build the URI from an id; concrete entries make them listable.
-    server.resource(
-        "sop://{sop_id}/text",
-        name="sop_text",
-        mime_type="application/yaml",
-        description="The SOP file (YAML) of an SOP.",
-    )(sop_text)
-    server.resource(
-        "sop://{sop_id}/mermaid",
-        name="sop_mermaid",
-        mime_type="text/vnd.mermaid",
-        description="The SOP's decision graph as a Mermaid flowchart.",
-    )(sop_mermaid)
-    for e in catalog.entries():
-        sid = e.sop.id
-        for kind, fn, mime in (
-            ("text", sop_text, "application/yaml"),
-            ("mermaid", sop_mermaid, "text/vnd.mermaid"),
-        ):
-            server.add_resource(
-                FunctionResource(
-                    uri=f"sop://{sid}/{kind}",
-                    name=f"{sid}_{kind}",
-                    title=f"{e.sop.title or sid} ({'YAML' if kind == 'text' else 'Mermaid'})",
-                    mime_type=mime,
-                    fn=lambda fn=fn, sid=sid: fn(sid),
-                )
-            )
-
-
-def _entry(catalog: Catalog, sop_id: str) -> Any:
-    try:
-        return catalog.get(sop_id)
-    except ToolError as exc:
-        raise ResourceError(str(exc)) from None
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -340,6 +333,8 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         help="SQLite file (default $SOPGRAPH_HOME/checkpoints.sqlite) or postgres://…, for all SOPs",
     )
     p.add_argument("--approval", choices=SERVER_APPROVALS, default="ask", help=APPROVAL_HELP)
+    p.add_argument("--tokens", metavar="FILE", help=TOKENS_HELP)
+    p.add_argument("--approver", metavar="NAME", help=APPROVER_HELP)
 
 
 APPROVAL_HELP = (
@@ -349,15 +344,32 @@ APPROVAL_HELP = (
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Discover the SOPs and serve them until the client (stdio) or a signal (HTTP) stops us."""
+    """Discover the SOPs and serve them until the client (stdio) or a signal (HTTP) stops us.
+
+    Raises:
+        TokenError: HTTP without a usable tokens file, or ``--approver`` over HTTP.
+    """
+    tokens = None
+    if args.transport == "http":
+        if getattr(args, "approver", None):
+            raise TokenError("--approver is for stdio; over HTTP each token's identity is recorded")
+        tokens = load_tokens(getattr(args, "tokens", None))  # before anything starts
+        for warning in tokens.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     catalog = discover()
     for problem in catalog.problems:
         print(f"warning: skipped {problem}", file=sys.stderr)
     hub = Hub(catalog, args.checkpoint)
     if args.transport == "stdio":
-        create_server(hub, approval=args.approval).run("stdio")
+        server = create_server(
+            hub, approval=args.approval, operator=getattr(args, "approver", None)
+        )
+        server.run("stdio")
         return 0
-    server = create_server(hub, approval=args.approval, host=args.host, port=args.port)
+    server = create_server(
+        hub, approval=args.approval, tokens=tokens, host=args.host, port=args.port
+    )
+    quiet_disconnects()
 
     async def go() -> None:
         async with hub.use():  # over HTTP the lifespan is per client session: hold SOPs open
@@ -373,7 +385,11 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return serve(parse_args(argv))
+    try:
+        return serve(parse_args(argv))
+    except TokenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

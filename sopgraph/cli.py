@@ -106,6 +106,7 @@ _USER_ERRORS = {
     "sopgraph.graphs.telemetry": ("TelemetryError",),
     "sopgraph.graphs.drawing": ("DrawingError",),
     "sopgraph.nodes.action": ("DecisionError",),
+    "sopgraph.mcp_servers.server_auth": ("TokenError",),
 }
 
 
@@ -360,6 +361,19 @@ def _add_mcp_parser(sub: Any) -> None:
         default="ask",
         help="gated actions: ask (default) pauses each for resume_run; approve or reject "
         "decides all; client lets run_sop's 'approval' argument decide",
+    )
+    ms.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="bearer tokens for --transport http (required there; default "
+        "$SOPGRAPH_MCP_TOKENS): a file of lines '<identity> <token>', the token itself (32+ "
+        "characters) or 'sha256:<hex>' of it; the identity is recorded as the approver",
+    )
+    ms.add_argument(
+        "--approver",
+        metavar="NAME",
+        help="stdio only: the approver recorded for gated actions the client answers "
+        "(default: the OS user running the server)",
     )
     ms.set_defaults(fn=cmd_mcp_serve)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -25,7 +26,11 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from sop_factory import make_sop
 
+from sopgraph.mcp_servers.server_auth import bearer_client
 from sopgraph.tools.invocation_log import InvocationLog
+
+# The HTTP servers here accept this one bearer token (the operator's tokens file, per server).
+TOKEN = secrets.token_urlsafe(32)
 
 NODES = {
     "first": {"kind": "observation", "text": "first", "next": {"true": ["slow", "quick"]}},
@@ -173,7 +178,11 @@ async def kill_server_mid_tool_then_resume(
 
 
 async def _run_sop(url: str, args: dict[str, Any]) -> dict[str, Any]:
-    async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as s:
+    async with (
+        bearer_client(TOKEN) as http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write) as s,
+    ):
         await s.initialize()
         result = await s.call_tool("run_sop", args)
     assert not result.isError, result.content
@@ -182,7 +191,11 @@ async def _run_sop(url: str, args: dict[str, Any]) -> dict[str, Any]:
 
 async def _get_run(url: str, run_id: str) -> str:
     """get_run's answer: the run's status, or the tool error's text."""
-    async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as s:
+    async with (
+        bearer_client(TOKEN) as http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write) as s,
+    ):
         await s.initialize()
         result = await s.call_tool("get_run", {"run_id": run_id})
     if result.isError:
@@ -204,6 +217,10 @@ class _Server:
         self._log = log
         cmd = [sys.executable, "-m", "sopgraph", "mcp", "serve", "--transport", "http"]
         cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--checkpoint", checkpoint]
+        tokens = log.with_suffix(".tokens")
+        tokens.write_text(f"kill-resume-test {TOKEN}\n")
+        tokens.chmod(0o600)
+        cmd += ["--tokens", str(tokens)]
         with log.open("w") as out:
             self.proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=out, stderr=out)
 

@@ -3,13 +3,12 @@ streamable HTTP, and the MCP Inspector's CLI (a third-party client, from the npm
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -17,12 +16,10 @@ import pytest
 from fc_world import fc_home, fc_world  # noqa: F401
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from sop_factory import make_sop
 
 from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.graphs.loader import load_sop
-from sopgraph.nodes.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 TRIAGE = "fc_outbound_dock_triage"
@@ -146,11 +143,13 @@ async def _catalog_checks(session: ClientSession) -> None:
     assert mermaid.contents[0].text == to_mermaid(load_sop(SERVICE_DIR))
 
 
-async def _run_checks(session: ClientSession, client_approval: bool = False) -> str:
+async def _run_checks(session: ClientSession, approver: str, client_approval: bool = False) -> str:
     """Runs, fetches and resumes; returns the id of a run left interrupted.
 
-    ``client_approval``: the server runs with ``--approval client`` (the operator lets clients
-    decide gated actions by policy); by default it asks, and refuses a client's policy.
+    ``approver``: who the server records as answering (the token's identity over HTTP, the OS
+    user over stdio). ``client_approval``: the server runs with ``--approval client`` (the
+    operator lets clients decide gated actions by policy); by default it asks, and refuses a
+    client's policy.
     """
     progress: list[tuple[float, str]] = []
 
@@ -199,7 +198,7 @@ async def _run_checks(session: ClientSession, client_approval: bool = False) -> 
         assert done["status"] == "done" and done["path"] == ["check", "act_restart", tail]
         restart = next(a for a in done["actions"] if a["node"] == "act_restart")
         assert restart["approved"] is (decision == "approve") and restart["by"] == "human"
-        assert restart["approver"].startswith("mcp client mcp "), restart  # the SDK's name
+        assert restart["approver"] == approver, restart  # not the client's own name ("mcp")
         assert "not waiting for a decision" in await _error(
             session, "resume_run", {"run_id": paused["run_id"], "decision": "approve"}
         )
@@ -209,7 +208,7 @@ async def _run_checks(session: ClientSession, client_approval: bool = False) -> 
         policy = _call_json(await session.call_tool("run_sop", by_policy))
         assert policy["status"] == "done" and policy["path"][-1] == "act_confirm"
         restart = next(a for a in policy["actions"] if a["node"] == "act_restart")
-        assert restart["by"] == "policy:approve" and restart["approver"].startswith("mcp client")
+        assert restart["by"] == "policy:approve" and restart["approver"] == approver
     else:  # a client cannot approve a costly action by itself unless the operator allows it
         assert "approval 'approve' is not allowed: this server's approval policy is 'ask'" in (
             await _error(session, "run_sop", by_policy)
@@ -241,7 +240,7 @@ async def _run_checks(session: ClientSession, client_approval: bool = False) -> 
 async def test_stdio_official_client(server_env):
     async with stdio_session(server_env) as session:
         await _catalog_checks(session)
-        paused = await _run_checks(session)
+        paused = await _run_checks(session, getpass.getuser())
     # A new server process resumes the run the first one left paused: checkpoints are durable.
     async with stdio_session(server_env) as session:
         done = _call_json(
@@ -299,68 +298,26 @@ async def test_stdio_triage_alarm_pauses_and_resumes_approved(fc_world, fc_home,
     assert action["status"] == "executed"
 
 
-@pytest.fixture
-def http_server(server_env):
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sopgraph",
-            "mcp",
-            "serve",
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--approval",
-            "client",
-        ],
-        env=server_env,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.time() + 60
-    while True:
-        assert proc.poll() is None, proc.stderr.read()
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert time.time() < deadline, "the HTTP server never listened"
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=30)
-
-
-async def test_streamable_http_official_client(http_server):
-    async with (
-        streamable_http_client(http_server) as (read, write, _),
-        ClientSession(read, write) as s,
-    ):
-        await s.initialize()
+async def test_streamable_http_official_client(http_serve, server_env, tokens):
+    server = http_serve(server_env, "--approval", "client")
+    alice = tokens.by_identity["alice@example.com"]
+    async with server.session(alice) as s:
         await _catalog_checks(s)
-        paused = await _run_checks(s, client_approval=True)
+        paused = await _run_checks(s, "alice@example.com", client_approval=True)
         # over the 4 MB the transport used to refuse (HTTP 413): one tool error, not a
         # transport error
         big = {"robot": "r1", "blob": "x" * (5 * 1024 * 1024)}
         assert "run input is over 1024 KB (the limit)" in await _error(
             s, "run_sop", {"sop_id": "gated_demo", "input": big}
         )
-    # A second client session of the same server sees the first one's runs.
-    async with (
-        streamable_http_client(http_server) as (read, write, _),
-        ClientSession(read, write) as s,
-    ):
-        await s.initialize()
+    # A second client session of the same server, another identity, sees the first one's runs.
+    async with server.session(tokens.by_identity["bob"]) as s:
         assert (
             _call_json(await s.call_tool("get_run", {"run_id": paused}))["status"] == "interrupted"
         )
         done = _call_json(await s.call_tool("resume_run", {"run_id": paused, "decision": "reject"}))
         assert done["path"] == ["check", "act_restart", "act_notify"]
+        assert done["actions"][0]["approver"] == "bob"
 
 
 @pytest.fixture(scope="session")
