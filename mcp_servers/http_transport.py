@@ -78,7 +78,7 @@ class JsonDepthLimit:
             if not message.get("more_body", False):
                 break
         if nested_deeper_than(bytes(body), self.limit):
-            await _parse_error(send, f"JSON nested more than {self.limit} levels deep")
+            await _parse_error(send, f"Parse error: JSON nested more than {self.limit} levels deep")
             return
 
         async def replay() -> Message:
