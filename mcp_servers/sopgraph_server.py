@@ -32,6 +32,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
+from sopgraph.graphs.untrusted_text import printable
 from sopgraph.mcp_servers.http_transport import guard_session_manager, quiet_disconnects
 from sopgraph.mcp_servers.server_auth import (
     APPROVER_HELP,
@@ -358,7 +359,7 @@ def serve(args: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
     catalog = discover()
     for problem in catalog.problems:
-        print(f"warning: skipped {problem}", file=sys.stderr)
+        print(f"warning: skipped {printable(problem)}", file=sys.stderr)
     hub = Hub(catalog, args.checkpoint)
     if args.transport == "stdio":
         server = create_server(

@@ -249,6 +249,28 @@ async def test_stdio_official_client(server_env):
         assert done["status"] == "done" and done["path"] == ["check", "act_restart", "act_confirm"]
 
 
+async def test_a_hostile_sop_on_the_search_path_is_skipped_in_one_line(server_env, tmp_path):
+    """An SOP nested 100,000 deep on SOPGRAPH_SOPS (libyaml stops at 1,000 with an error of its
+    own, the pure parser recursed) used to kill the server at start-up: now it is one warning
+    line and the other SOPs are served."""
+    deep = Path(server_env["SOPGRAPH_SOPS"]) / "deep"
+    deep.mkdir()
+    (deep / "sop.yaml").write_text("id: deep\nentry: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    errlog = tmp_path / "stderr.txt"
+    with errlog.open("w") as err:
+        async with (
+            stdio_client(_stdio(server_env), errlog=err) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = _call_json(await session.call_tool("list_sops", {}))["result"]
+    assert "gated_demo" in {s["id"] for s in listed} and "deep" not in {s["id"] for s in listed}
+    warnings = [line for line in errlog.read_text().splitlines() if "deep" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: skipped {deep}"), warnings
+    assert "nested more than 64 levels deep" in warnings[0]
+    assert "Traceback" not in errlog.read_text()
+
+
 async def test_stdio_triage_alarm_pauses_and_resumes_approved(fc_world, fc_home, tmp_path):  # noqa: F811
     # An alarm of the test world whose faithful triage reaches exactly one gated action.
     sop = load_sop(TRIAGE_DIR)
