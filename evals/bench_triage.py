@@ -59,7 +59,7 @@ async def plain_traverse(services: Services, inp: dict[str, Any]) -> list[str]:
             return list(node.next.true) + list(node.next.always)
         ctx = services.context(node, state, "bench", [])
         tool = services.registry.resolve(node.tool_name)
-        verdict = as_verdict(await tool.fn(ctx.site, ctx.timestamp, ctx))
+        verdict = as_verdict(await tool.fn(ctx.input, ctx))
         state["verdicts"][node.id] = verdict.model_dump()
         return fired_children(node, verdict)[0]
 

@@ -1,7 +1,7 @@
 """Per-node pass rate of an SOP's compiled tools on its labeled cases (the paper's pass@1).
 
 A node passes only if its tool gets every case of the split right. Tools run exactly as in
-production: through the SOP's MCP servers, with the site's parameters. Each node's verdicts are
+production: through the SOP's MCP servers, with the case's parameters (``params_by``). Each node's verdicts are
 also checked for units (``graphs.units.unit_problems``): a threshold the SOP text gives a unit
 must be met by an observation in that unit, which the report shows side by side.
 """
@@ -54,14 +54,15 @@ class NodeResult(BaseModel):
 
 
 async def _run_case(tool, node, sop, params: ParamStore, pool, case: LabeledCase):
-    p = params.for_site(case.site)
+    inp = case.run_input
+    p = params.for_input(inp)
     ctx = ToolContext(
         node_id=node.id, text=sop.render_text(node, p), params=p, parents={},
-        input=case.input, run_id=f"eval:{node.id}", mcp=pool, node=node,
+        input=inp, run_id=f"eval:{node.id}", mcp=pool, node=node,
     )  # fmt: skip
     start = time.perf_counter()
     try:
-        verdict = as_verdict(await tool.fn(case.site, case.timestamp, ctx))
+        verdict = as_verdict(await tool.fn(inp, ctx))
     except Exception as exc:  # noqa: BLE001 - a raising tool fails the case, with its reason
         return None, f"{type(exc).__name__}: {exc}", (time.perf_counter() - start) * 1000, p
     return verdict, None, (time.perf_counter() - start) * 1000, p

@@ -1,5 +1,6 @@
-"""An SOP's input contract: the fields its ``input`` section declares, checked before any node
-runs, and published as an example input, a JSON schema and the graph's input TypedDict.
+"""An SOP's input contract: the fields its ``input`` section declares (and ``params_by``, the
+one its parameter files are keyed on), checked before any node runs, and published as an
+example input, a JSON schema and the graph's input TypedDict.
 
 Example:
     >>> check_run_input(sop, {"type": "station_idle", "site": "BFI4"})
@@ -8,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import json
 from datetime import datetime
 from typing import Annotated, Any, Literal, NotRequired, Required
@@ -16,6 +18,8 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from sopgraph.graphs.model import InputField, Sop
+from sopgraph.graphs.problems import Problem
+from sopgraph.graphs.yaml_lines import LineMap
 
 # The largest run input taken (JSON text); an alarm is a few hundred bytes.
 MAX_INPUT_BYTES = 1024 * 1024
@@ -213,3 +217,53 @@ def describe_input(sop: Sop) -> list[str]:
         lines.append("  (the SOP declares no other fields: add an 'input' section to check them)")
     lines.append(f"example: {_json(example_input(sop, kinds[0]))}")
     return lines
+
+
+# Field types whose value can name a parameter file (``params/<value>.yaml``).
+_KEY_TYPES = ("string", "integer")
+
+
+def input_contract_problems(sop: Sop, lines: LineMap, file: str) -> list[Problem]:
+    """Mistakes in the SOP's ``input`` section and in ``params_by``, the input field its
+    parameter files are keyed on; for ``graphs.validate``."""
+    out: list[Problem] = []
+
+    def add(line: int, message: str) -> None:
+        out.append(Problem(file, line, "", message))
+
+    for name, spec in sop.input.items():
+        if name == "type":
+            add(
+                lines.of("input", name),
+                "input field 'type' is implicit (it picks the entry: one of "
+                f"{', '.join(sop.entry)}); remove it from 'input'",
+            )
+            continue
+        for kind in spec.required_for:
+            if kind not in sop.entry:
+                near = difflib.get_close_matches(kind, list(sop.entry), n=1)
+                hint = f"did you mean '{near[0]}'?" if near else "name an entry type"
+                add(
+                    lines.of("input", name, "required_for"),
+                    f"input.{name}.required_for names unknown entry type '{kind}'; {hint}",
+                )
+        problem = None if spec.example is None else input_value_problem(name, spec, spec.example)
+        if problem:
+            add(lines.of("input", name, "example"), f"input.{name}.example does not fit: {problem}")
+    by = sop.params_by
+    fields = [f for f in sop.input if f != "type"]
+    if by is not None and by not in fields:
+        near = difflib.get_close_matches(by, fields, n=1)
+        hint = f"did you mean '{near[0]}'?" if near else f"declare '{by}' under 'input'"
+        add(
+            lines.of("params_by"),
+            f"params_by names '{by}', which is not a field of 'input' "
+            f"(fields: {', '.join(fields) or 'none'}); {hint}",
+        )
+    elif by is not None and sop.input[by].type not in _KEY_TYPES:
+        add(
+            lines.of("params_by"),
+            f"params_by names input field '{by}' of type {sop.input[by].type}, whose value "
+            "cannot name a parameter file; key parameters on a string or integer field",
+        )
+    return out

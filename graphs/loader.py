@@ -259,4 +259,29 @@ def load_sop(path: str | Path, check: bool = True) -> Sop:
     if p.is_dir():
         p = p / "sop.yaml"
     text = read_sop_file(p)
-    return load_sop_text(text, str(path if Path(path).is_file() else p), check=check)
+    file = str(path if Path(path).is_file() else p)
+    sop = load_sop_text(text, file, check=check)
+    if check and sop.params_by is None:
+        _check_unkeyed_params(sop, p.parent / "params", file)
+    return sop
+
+
+def _check_unkeyed_params(sop: Sop, params_dir: Path, file: str) -> None:
+    """Parameter files beside an SOP that names no field to key them on would silently not
+    apply (every run would use the defaults): refuse them with the fix."""
+    stray = sorted(f.name for f in params_dir.glob("*.yaml")) if params_dir.is_dir() else []
+    if stray:
+        more = f" (and {len(stray) - 1} more)" if len(stray) > 1 else ""
+        fields = ", ".join(f for f in sop.input if f != "type") or "none declared"
+        raise SopError(
+            [
+                Problem(
+                    file,
+                    1,
+                    "",
+                    f"params/{stray[0]}{more} would never be read: the SOP names no input field "
+                    "to key parameter files on; add `params_by: <input field>` "
+                    f"(input fields: {fields})",
+                )
+            ]
+        )

@@ -159,6 +159,9 @@ class Sop(BaseModel):
     version: int = Field(default=1, ge=1, le=1_000_000, strict=True)
     description: str = ""
     params: dict[str, Any] = Field(default_factory=dict)
+    # The input field whose value picks ``params/<value>.yaml`` to overlay on ``params`` (a
+    # site, a customer, a region); None: every run uses the defaults.
+    params_by: str | None = None
     # The run input's fields (besides ``type``, which picks the entry); validated before a run.
     input: dict[str, InputField] = Field(default_factory=dict)
     entry: dict[str, list[str]]

@@ -50,7 +50,7 @@ class Services:
         self, node: Node, state: dict[str, Any], run_id: str, parents: list[str]
     ) -> ToolContext:
         inp = state.get("input") or {}
-        params = self.params.for_site(inp.get("site"))
+        params = self.params.for_input(inp)
         verdicts = state.get("verdicts") or {}
         return ToolContext(
             node_id=node.id,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from sopgraph.graphs.input_schema import input_value_problem
+from sopgraph.graphs.input_schema import input_contract_problems
 from sopgraph.graphs.model import Node, Predicate, Sop
 from sopgraph.graphs.problems import Problem
 from sopgraph.graphs.topology import Graph, cycles, edges_of, graph_of, reach, shortest_cycle
@@ -89,7 +89,7 @@ class _Checker:
             self._check_edges(node)
             self._check_node(node)
         self._check_params()
-        self._check_input()
+        self.out += input_contract_problems(self.sop, self.lines, self.file)
         graph = self._graph()
         # An unresolvable typo would make every node after it look unreachable.
         if all(self.guess.values()):
@@ -259,35 +259,6 @@ class _Checker:
                     node.id,
                     f"text uses parameter '{{{name}}}' that 'params' does not define; {hint}",
                 )
-
-    def _check_input(self) -> None:
-        for name, spec in self.sop.input.items():
-            line = self.lines.of("input", name)
-            if name == "type":
-                self._add(
-                    line,
-                    "",
-                    "input field 'type' is implicit (it picks the entry: one of "
-                    f"{', '.join(self.sop.entry)}); remove it from 'input'",
-                )
-                continue
-            for kind in spec.required_for:
-                if kind not in self.sop.entry:
-                    near = difflib.get_close_matches(kind, list(self.sop.entry), n=1)
-                    hint = f"did you mean '{near[0]}'?" if near else "name an entry type"
-                    self._add(
-                        self.lines.of("input", name, "required_for"),
-                        "",
-                        f"input.{name}.required_for names unknown entry type '{kind}'; {hint}",
-                    )
-            if spec.example is not None:
-                problem = input_value_problem(name, spec, spec.example)
-                if problem:
-                    self._add(
-                        self.lines.of("input", name, "example"),
-                        "",
-                        f"input.{name}.example does not fit: {problem}",
-                    )
 
     # -- the whole graph -----------------------------------------------------------------------
 

@@ -16,7 +16,11 @@ from sopgraph.graphs.model import Node, Verdict
 
 @dataclass
 class ToolContext:
-    """What a tool or sub-agent sees of the run: the node, its parameters, parents and MCP."""
+    """What a tool or sub-agent sees of the run: the node, its parameters, parents and MCP.
+
+    ``input`` is the run's input as the SOP's input contract validated it; a compiled tool
+    gets it as its first argument too (``run(input, ctx)``, ``tools/contract.py``).
+    """
 
     node_id: str
     text: str
@@ -27,6 +31,8 @@ class ToolContext:
     mcp: Any = None  # nodes.mcp_client.McpPool (or anything with `await call(server, tool, args)`)
     node: Node | None = None
 
+    # The alarm fields the CodeAct sub-agent's prompt names (its recorded cassettes are keyed
+    # on that prompt); tools read ``input`` instead.
     @property
     def site(self) -> str:
         return str(self.input.get("site", ""))

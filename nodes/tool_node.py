@@ -21,7 +21,7 @@ def as_verdict(value: Any) -> Verdict:
 
 
 class ToolExecutor:
-    """Calls ``run(site, timestamp, ctx)`` of the node's active tool and logs the invocation."""
+    """Calls ``run(input, ctx)`` of the node's active tool and logs the invocation."""
 
     name = "tool"
 
@@ -38,7 +38,7 @@ class ToolExecutor:
         error: str | None = None
         verdict: Verdict | None = None
         try:
-            verdict = as_verdict(await tool.fn(ctx.site, ctx.timestamp, ctx))
+            verdict = as_verdict(await tool.fn(ctx.input, ctx))
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             raise
@@ -50,7 +50,7 @@ class ToolExecutor:
                     node=node.id,
                     tool=node.tool_name,
                     version=tool.version,
-                    inputs={"site": ctx.site, "timestamp": ctx.timestamp, "params": ctx.params},
+                    inputs={"input": ctx.input, "params": ctx.params},
                     output=verdict.model_dump() if verdict else None,
                     latency_ms=ms,
                     error=error,

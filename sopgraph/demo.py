@@ -95,7 +95,7 @@ def main(n: int = 40, report: Path | None = None) -> int:
         console.print(f"  {k}: {v}")
     params = ParamStore(sop, SOP_DIR)
     for run in runs:
-        run["params"] = params.for_site(run["site"])
+        run["params"] = params.for_key(run["site"])
     out = write_report(report or home_dir() / "reports" / "demo.html", sop, runs, summary,
                        "sopgraph demo: outbound-dock alarm triage")  # fmt: skip
     console.print(f"report: {out}")

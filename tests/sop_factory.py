@@ -21,8 +21,7 @@ def make_sop(root: Path, sop: dict, tools: dict[str, str]) -> Path:
     for node_id, body in tools.items():
         code = (
             "import asyncio\nimport json\nimport os\nimport time\n\nfrom sopgraph.graphs.model import Verdict\n\n\n"
-            "async def run(site, timestamp, ctx):\n"
-            + textwrap.indent(textwrap.dedent(body), "    ")
+            "async def run(input, ctx):\n" + textwrap.indent(textwrap.dedent(body), "    ")
         )
         reg.add_version(node_id, code, author="human", activate=True)
     return root

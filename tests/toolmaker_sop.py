@@ -80,9 +80,7 @@ def make_toy_sop(root: Path, human_tool: bool = True) -> Path:
     reg = Registry(root / "tools", sop_id="toy_belt")
     if human_tool:
         body = '    # {marker}\n    return Verdict(value="true", explanation="{marker}")\n'
-        head = (
-            "from sopgraph.graphs.model import Verdict\n\n\nasync def run(site, timestamp, ctx):\n"
-        )
+        head = "from sopgraph.graphs.model import Verdict\n\n\nasync def run(input, ctx):\n"
         reg.add_version(NODE, head + body.format(marker=HUMAN_MARKER), "human", activate=True)
         reg.add_version("rc_other", head + body.format(marker=OTHER_MARKER), "human", activate=True)
     return root

@@ -104,10 +104,17 @@ def load_invocations(log: Path, order: dict[str, int] | None) -> list[dict[str, 
         out.append({
             "id": id_, "alarm": idx, "run_id": run_id, "tool": tool, "version": version,
             "output": json.loads(output) if output else None, "error": error,
-            "timestamp": json.loads(inputs).get("timestamp"),
+            "timestamp": _input_of(json.loads(inputs)).get("timestamp"),
         })  # fmt: skip
     out.sort(key=lambda r: (r["alarm"], r["id"]))
     return out
+
+
+def _input_of(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The run input a logged call saw: ``{"input": ..., "params": ...}`` for the tool node,
+    flat (``{"site", "timestamp"}``) in logs written before tools took the whole input."""
+    inner = inputs.get("input")
+    return inner if isinstance(inner, dict) else inputs
 
 
 def _value(r: dict) -> str:

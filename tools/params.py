@@ -1,13 +1,17 @@
-"""The parameter store: an SOP's parameter defaults overlaid with one site's overrides.
+"""The parameter store: an SOP's parameter defaults overlaid with one key's overrides.
 
-A site overrides defaults in ``<sop dir>/params/<site>.yaml``, a flat mapping
-``name: value``. Tools read thresholds from here, never from literals, so one tool library
-serves every site; the drift monitor writes back through ``ParamStore.set``.
+The SOP names the input field its overrides are keyed on (``params_by: site``; a customer, a
+region, whatever its input contract declares); a run whose input has ``site: BFI4`` reads
+``<sop dir>/params/BFI4.yaml``, a flat mapping ``name: value``. An SOP without ``params_by``
+runs on its defaults. Tools read thresholds from here, never from literals, so one tool
+library serves every key; the drift monitor writes back through ``ParamStore.set``.
 
 Example:
-    >>> store = ParamStore(sop, Path("examples/fc_outbound_dock"))  # doctest: +SKIP
-    >>> store.for_site("BFI4")["idle_pct_threshold"]                # doctest: +SKIP
+    >>> store = ParamStore(sop, Path("examples/fc_alarm_triage"))  # doctest: +SKIP
+    >>> store.for_input({"site": "BFI4", ...})["idle_pct_threshold"]  # doctest: +SKIP
     30
+    >>> store.for_key("BFI4") == store.for_input({"site": "BFI4"})  # doctest: +SKIP
+    True
 """
 
 from __future__ import annotations
@@ -24,89 +28,99 @@ import yaml
 from sopgraph.graphs.loader import Problem, SopError, parse_yaml
 from sopgraph.graphs.model import Sop
 
-_SITE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
 class ParamError(SopError):
-    """A site parameter file the user must fix; ``str()`` is one ``error:`` line per problem."""
+    """A parameter file the user must fix; ``str()`` is one ``error:`` line per problem."""
 
 
 class ParamStore:
-    """Site parameters of one SOP, re-read when a site file changes."""
+    """Parameters of one SOP by key, re-read when a parameter file changes."""
 
     def __init__(self, sop: Sop, sop_dir: Path):
         self.sop = sop
         self.sop_dir = Path(sop_dir)
         self.params_dir = self.sop_dir / "params"
+        self.by = sop.params_by  # the input field whose value picks the file; None: defaults
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
         self._files: dict[str, str] = {}
 
-    def sites(self) -> list[str]:
-        """Sites that have a parameter file, sorted."""
+    def keys(self) -> list[str]:
+        """Keys (values of the ``params_by`` field) that have a parameter file, sorted."""
         if not self.params_dir.is_dir():
             return []
         return sorted(p.stem for p in self.params_dir.glob("*.yaml") if p.is_file())
 
-    def path_of(self, site: str) -> Path:
-        if not _SITE.match(site):
+    def path_of(self, key: str) -> Path:
+        if not _KEY.match(key):
+            field = self.by or "key"
             raise ParamError(
                 [
                     Problem(
                         str(self.params_dir),
                         1,
-                        site,
-                        "site name cannot name a file; use letters, digits, '_', '-', '.'",
+                        key,
+                        f"{field} value cannot name a file; use letters, digits, '_', '-', '.'",
                     )
                 ]
             )
-        return self.params_dir / f"{site}.yaml"
+        return self.params_dir / f"{key}.yaml"
 
-    def for_site(self, site: str | None) -> dict[str, Any]:
-        """The SOP's defaults overlaid with the site's file.
+    def for_input(self, inp: dict[str, Any]) -> dict[str, Any]:
+        """The parameters of a run: the defaults overlaid with the file its ``params_by``
+        field's value names (the defaults alone when the SOP names no field)."""
+        if self.by is None:
+            return dict(self.sop.params)
+        key = inp.get(self.by)
+        return self.for_key(None if key is None else str(key))
 
-        A site without a file (or ``None``) gets the SOP defaults unchanged. The result is a
+    def for_key(self, key: str | None) -> dict[str, Any]:
+        """The SOP's defaults overlaid with ``params/<key>.yaml``.
+
+        A key without a file (or ``None``) gets the SOP defaults unchanged. The result is a
         fresh dict the caller may modify.
 
         Raises:
-            ParamError: the site file names a parameter the SOP does not define, gives a
-                value of the wrong type, or is not a flat mapping.
+            ParamError: the file names a parameter the SOP does not define, gives a value of
+                the wrong type, or is not a flat mapping.
         """
         values = dict(self.sop.params)
-        if site is None:
+        if key is None:
             return values
-        file = self._files.get(site)
-        if file is None:  # checked once per site; a str stats faster than a Path
-            file = self._files[site] = str(self.path_of(site))
+        file = self._files.get(key)
+        if file is None:  # checked once per key; a str stats faster than a Path
+            file = self._files[key] = str(self.path_of(key))
         try:
             st = os.stat(file)
         except FileNotFoundError:
             return values
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         with self._lock:
-            cached = self._cache.get(site)
+            cached = self._cache.get(key)
             if cached is None or cached[0] != stamp:
                 cached = (stamp, self._read(Path(file)))
-                self._cache[site] = cached
+                self._cache[key] = cached
         values.update(cached[1])
         return values
 
     def check(self) -> list[Problem]:
-        """Problems in every site file (empty when all are fine); for ``sopgraph validate``."""
+        """Problems in every parameter file (empty when all are fine); for ``sopgraph validate``."""
         problems: list[Problem] = []
-        for site in self.sites():
+        for key in self.keys():
             try:
-                self._read(self.path_of(site))
+                self._read(self.path_of(key))
             except SopError as exc:
                 problems += exc.problems
         return problems
 
-    def set(self, site: str, name: str, value: Any) -> None:
-        """Set one parameter in the site's file (created if needed); other values are kept.
+    def set(self, key: str, name: str, value: Any) -> None:
+        """Set one parameter in ``params/<key>.yaml`` (created if needed); other values are kept.
 
         The file is rewritten with sorted keys, so comments in it are not kept.
         """
-        path = self.path_of(site)
+        path = self.path_of(key)
         problem = self._problem(str(path), 1, name, value)
         if problem:
             raise ParamError([problem])
@@ -123,7 +137,7 @@ class ParamStore:
             except BaseException:
                 os.unlink(tmp)
                 raise
-            self._cache.pop(site, None)
+            self._cache.pop(key, None)
 
     def _read(self, path: Path) -> dict[str, Any]:
         file = str(path)
@@ -132,7 +146,7 @@ class ParamStore:
             return {}
         if not isinstance(data, dict):
             raise ParamError(
-                [Problem(file, 1, "", "a site parameter file is a flat mapping `name: value`")]
+                [Problem(file, 1, "", "a parameter file is a flat mapping `name: value`")]
             )
         problems = [
             p

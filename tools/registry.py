@@ -12,7 +12,7 @@ the manifest is refused at load, so an edited tool never runs unreviewed.
 Example:
     >>> reg = Registry(Path("examples/service_interruption/tools"))  # doctest: +SKIP
     >>> tool = reg.resolve("obs_station_idle")                          # doctest: +SKIP
-    >>> verdict = await tool.fn(site, timestamp, ctx)                   # doctest: +SKIP
+    >>> verdict = await tool.fn(ctx.input, ctx)                         # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -20,20 +20,16 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
-import importlib.util
-import inspect
 import os
 import re
-import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from sopgraph.graphs.model import Verdict
+from sopgraph.tools.contract import ContractError, ToolFn, load_run
 from sopgraph.tools.manifest import (
     Manifest,
     ManifestFile,
@@ -58,7 +54,8 @@ class ToolMissing(RegistryError):
 
 
 class ToolLoadError(ToolMissing):
-    """The tool file exists and is intact but cannot be used (no ``async def run``, import fails)."""
+    """The tool file exists and is intact but cannot be used: it fails to import or breaks the
+    contract (``tools/contract.py``: ``async def run(input, ctx)``)."""
 
 
 class ToolIntegrityError(RegistryError):
@@ -102,7 +99,7 @@ class LoadedTool:
     sha256: str
     author: str
     path: Path
-    fn: Callable[..., Awaitable[Verdict]]
+    fn: ToolFn  # checked against the contract once, at load: ``await fn(input, ctx)``
 
 
 def _check_author(author: str) -> None:
@@ -140,7 +137,7 @@ class Registry:
         Raises:
             ToolMissing: no entry, no active version, or no file.
             ToolIntegrityError: the file differs from the manifest's sha256.
-            ToolLoadError: the file does not define ``async def run`` or fails to import.
+            ToolLoadError: the file fails to import or breaks the contract.
         """
         with self._lock:
             manifest = self._read()
@@ -397,36 +394,14 @@ class Registry:
             )
         return source
 
-    def _load_run(
-        self, node_id: str, version: int, sha: str, path: Path, source: bytes
-    ) -> Callable[..., Awaitable[Verdict]]:
+    def _load_run(self, node_id: str, version: int, sha: str, path: Path, source: bytes) -> ToolFn:
         # Unique per library, node, version and content, so two SOPs' tools never collide.
         lib = hashlib.sha256(str(self.lib_dir.resolve()).encode()).hexdigest()[:8]
         safe_id = re.sub(r"\W", "_", node_id)
-        name = f"_sopgraph_tool_{lib}_{safe_id}_v{version}_{sha[:12]}"
-        module = sys.modules.get(name)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            try:
-                # Execute the bytes that were hashed, not a second read of the file.
-                exec(compile(source, str(path), "exec"), module.__dict__)
-            except Exception as exc:
-                del sys.modules[name]
-                raise ToolLoadError(
-                    f"{path}: cannot import the tool: {type(exc).__name__}: {exc}; "
-                    "fix the file and register it as a new version"
-                ) from exc
-        run: Any = getattr(module, "run", None)
-        if run is None or not inspect.iscoroutinefunction(run):
-            what = "does not define" if run is None else "defines a non-async"
-            raise ToolLoadError(
-                f"{path}: {what} `run`; a tool must define "
-                "`async def run(site, timestamp, ctx) -> Verdict`"
-            )
-        return run
+        try:
+            return load_run(f"_sopgraph_tool_{lib}_{safe_id}_v{version}_{sha[:12]}", path, source)
+        except ContractError as exc:
+            raise ToolLoadError(str(exc)) from exc.__cause__
 
 
 def _check_node_id(node_id: str) -> None:

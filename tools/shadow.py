@@ -66,8 +66,7 @@ class Shadow:
         """
         unresolved = unresolved or {}
         out = []
-        site, ts = run_input["site"], run_input["timestamp"]
-        p = self.params.for_site(site)
+        p = self.params.for_input(run_input)
         for node_id, fn in self.fns.items():
             if node_id not in verdicts and node_id not in unresolved:
                 continue
@@ -81,14 +80,14 @@ class Shadow:
                               mcp=mcp, node=node)  # fmt: skip
             start, error, got = time.perf_counter(), None, None
             try:
-                got = as_verdict(await fn(site, ts, ctx))
+                got = as_verdict(await fn(run_input, ctx))
             except Exception as exc:  # noqa: BLE001 - a failing candidate is a discrepancy
                 error = f"{type(exc).__name__}: {exc}"
             self.calls += 1
             if self.log is not None:
                 self.log.record(
                     run_id=ctx.run_id, node=node_id, tool=node.tool_name,
-                    version=self.candidates[node_id], inputs={"site": site, "timestamp": ts},
+                    version=self.candidates[node_id], inputs={"input": run_input, "params": p},
                     output=got, latency_ms=(time.perf_counter() - start) * 1000, error=error,
                     executor="shadow",
                 )  # fmt: skip

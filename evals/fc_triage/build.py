@@ -117,7 +117,7 @@ def build_world(
         say(f"simulated {len(world.sites)} sites x {days} days ({time.perf_counter() - t0:.1f}s)")
         sop = load_sop(sop_dir)
         store = ParamStore(sop, sop_dir)
-        params_of = {site: store.for_site(site) for site in world.sites}
+        params_of = {site: store.for_key(site) for site in world.sites}
         rng = np.random.default_rng([seed, 1])
         alarms = raise_alarms(world, rng, min_total=int(scenarios * 1.25))
         write_robotics(world, tp.robotics)

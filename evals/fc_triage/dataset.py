@@ -60,6 +60,12 @@ class LabeledCase(BaseModel):
     edges: list[str] = Field(default_factory=list)
     parents: dict[str, str] = Field(default_factory=dict)  # parent node -> its true verdict
 
+    @property
+    def run_input(self) -> dict[str, Any]:
+        """The input a tool gets for this case (``run(input, ctx)``): the case's input with its
+        site and time, as a run's validated input carries them."""
+        return {**self.input, "site": self.site, "timestamp": self.timestamp}
+
 
 def _lines(path: Path) -> list[str]:
     try:

@@ -162,6 +162,8 @@ def dump_sop_yaml(sop: Sop, header: str | None = None) -> str:
         out += _string("description", sop.description, 0)
     if sop.params:
         out += _value("params", sop.params, 0)
+    if sop.params_by:
+        out.append(f"params_by: {_scalar(sop.params_by)}")
     if sop.input:  # the run input's contract
         out.append("input:")
         for name, spec in sop.input.items():

@@ -55,7 +55,7 @@ def test_the_check_catches_a_cheating_tool(tmp_path):
     bad = tmp_path / "v1.py"
     bad.write_text(
         "import duckdb\nfrom sopgraph.evals.fc_triage import labeler\n"
-        "async def run(site, timestamp, ctx):\n    return open('x.jsonl').read()\n"
+        "async def run(input, ctx):\n    return open('x.jsonl').read()\n"
     )
     problems = _problems(bad)
     assert "imports sopgraph.evals.fc_triage" in problems and "uses open()" in problems

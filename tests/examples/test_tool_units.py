@@ -67,12 +67,12 @@ async def _samples(home: Path, versions: dict[str, int] | None = None) -> dict[s
                 picked += group[:: max(1, len(group) // PER_VALUE)][:PER_VALUE]
             out[node.id] = []
             for case in picked:
-                params = store.for_site(case.site)
+                params = store.for_input(case.run_input)
                 ctx = ToolContext(
                     node_id=node.id, text=sop.render_text(node, params), params=params,
-                    parents={}, input=case.input, run_id="units", mcp=pool, node=node,
+                    parents={}, input=case.run_input, run_id="units", mcp=pool, node=node,
                 )  # fmt: skip
-                verdict = await fn(case.site, case.timestamp, ctx)
+                verdict = await fn(ctx.input, ctx)
                 out[node.id].append((Verdict.model_validate(verdict), params))
     return out
 

@@ -45,14 +45,14 @@ SOP = {
 TOOLS = {
     "obs_station_idle": """
 r = await ctx.mcp.call("metrics", "execute_range_query",
-                       {"metric": "robotics.station_idle_pct", "site": site})
+                       {"metric": "robotics.station_idle_pct", "site": input["site"]})
 limit = ctx.params["idle_pct_threshold"]
 return Verdict(value=r["value"] > limit, observed=r["value"], threshold=limit)
 """,
     "rc_robot_fault": """
 await ctx.mcp.call("metrics", "list_metrics", {})
 r = await ctx.mcp.call("metrics", "execute_range_query",
-                       {"metric": "robotics.fault_count", "site": site})
+                       {"metric": "robotics.fault_count", "site": input["site"]})
 return Verdict(value=r["value"] > 0, observed={"faults": r["value"], "traceparent": r["traceparent"]})
 """,
     "rc_upstream_blockage": """

@@ -342,3 +342,28 @@ def test_an_sop_beyond_the_node_limit_is_refused_in_one_line(tmp_path):
     at_limit[f"n{MAX_NODES - 1}"].pop("next")
     sop.write_text(yaml.safe_dump({"id": "chain", "entry": {"x": ["n0"]}, "nodes": at_limit}))
     assert len(load_sop(sop).nodes) == MAX_NODES
+
+
+def test_parameter_files_an_sop_would_never_read_are_one_error_line(tmp_path):
+    """Without ``params_by`` every run uses the defaults, so files in params/ would silently
+    not apply: the loader refuses them and says which key to add."""
+    sop = {
+        "id": "refunds", "params": {"max_refund": 50},
+        "input": {"customer": {"type": "string"}, "order_id": {"type": "string"}},
+        "entry": {"refund": ["obs_a"]},
+        "nodes": {"obs_a": {"kind": "observation", "text": "Refund above {max_refund}."}},
+    }  # fmt: skip
+    (tmp_path / "sop.yaml").write_text(yaml.safe_dump(sop))
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "acme.yaml").write_text("max_refund: 80\n")
+    (tmp_path / "params" / "globex.yaml").write_text("max_refund: 20\n")
+    with pytest.raises(SopError) as err:
+        load_sop(tmp_path)
+    (problem,) = err.value.problems
+    assert str(problem) == (
+        f"error: {tmp_path / 'sop.yaml'}:1: -: params/acme.yaml (and 1 more) would never be "
+        "read: the SOP names no input field to key parameter files on; add "
+        "`params_by: <input field>` (input fields: customer, order_id)"
+    )
+    (tmp_path / "sop.yaml").write_text(yaml.safe_dump({**sop, "params_by": "customer"}))
+    assert load_sop(tmp_path).params_by == "customer"

@@ -41,7 +41,7 @@ SOP = {
     },
 }
 TOOL = """
-r = await ctx.mcp.call("robotics", "execute_query", {{"metric": "{metric}", "site": site}})
+r = await ctx.mcp.call("robotics", "execute_query", {{"metric": "{metric}", "site": input["site"]}})
 limit = ctx.params["{param}"]
 return Verdict(value=r["value"] > limit, observed=r["value"], threshold=limit)
 """

@@ -28,6 +28,8 @@ SOP = {
     "id": "dock",
     "title": "Dock triage",
     "params": {"idle_pct_threshold": 25, "age_max_days": 3, "spread_min": 25},
+    "params_by": "site",
+    "input": {"site": {"type": "string"}},
     "entry": {"station_idle": ["obs_idle"]},
     "nodes": {
         "obs_idle": {"kind": "observation",
@@ -64,7 +66,7 @@ def report_inputs(tmp_path, monkeypatch):
     (root / "params").mkdir()
     (root / "params" / "DFW7.yaml").write_text("idle_pct_threshold: 30\n")
     sop = load_sop(root)
-    return root, sop, ParamStore(sop, root).for_site("DFW7")
+    return root, sop, ParamStore(sop, root).for_key("DFW7")
 
 
 async def _runs(root, params) -> list[dict]:

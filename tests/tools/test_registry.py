@@ -21,8 +21,8 @@ from sopgraph.tools.registry import (
 def tool_code(answer: str) -> str:
     return (
         "from sopgraph.graphs.model import Verdict\n\n"
-        "async def run(site, timestamp, ctx):\n"
-        f"    return Verdict(value={answer!r}, observed={{'site': site}},"
+        "async def run(input, ctx):\n"
+        f"    return Verdict(value={answer!r}, observed={{'site': input['site']}},"
         " threshold=ctx.params.get('t'))\n"
     )
 
@@ -37,7 +37,7 @@ async def test_resolve_runs_the_active_version(tmp_path):
     tool = reg.resolve("obs_idle")
     assert (tool.node_id, tool.version, tool.author) == ("obs_idle", 1, "human")
     assert tool.path == tmp_path / "tools" / "obs_idle" / "v1.py"
-    verdict = await tool.fn("BFI4", "2026-01-01T00:00:00Z", SimpleNamespace(params={"t": 25}))
+    verdict = await tool.fn({"site": "BFI4"}, SimpleNamespace(params={"t": 25}))
     assert verdict == Verdict(value="true", observed={"site": "BFI4"}, threshold=25)
     assert reg.resolve("obs_idle") is tool  # cached per (node, version, sha)
 
@@ -166,7 +166,9 @@ def test_missing_tool_errors(tmp_path):
     "code, what",
     [
         ("X = 1\n", "does not define `run`"),
-        ("def run(site, timestamp, ctx):\n    return None\n", "non-async `run`"),
+        ("def run(input, ctx):\n    return None\n", "non-async `run`"),
+        ("async def run(site, timestamp, ctx):\n    return None\n", "old alarm-shaped form"),
+        ("async def run(ctx):\n    return None\n", "`run(ctx)` cannot be called as run(input"),
         ("import no_such_module_xyz\n", "cannot import the tool"),
     ],
 )
@@ -177,7 +179,7 @@ def test_unusable_tool_file(tmp_path, code, what):
         reg.resolve("n")
     assert isinstance(err.value, ToolMissing)  # the executor falls back the same way
     assert what in str(err.value) and "\n" not in str(err.value)
-    assert "async def run(site, timestamp, ctx)" in str(err.value) or "import" in what
+    assert "async def run(input, ctx)" in str(err.value) or "import" in what
 
 
 def test_bad_author_and_node_id(tmp_path):
@@ -252,7 +254,7 @@ from sopgraph.tools.registry import Registry
 
 reg = Registry(Path(sys.argv[1]))
 for _ in range(10):
-    reg.add_version(sys.argv[2], "async def run(site, timestamp, ctx):\\n    return None\\n", "human")
+    reg.add_version(sys.argv[2], "async def run(input, ctx):\\n    return None\\n", "human")
 """
 
 
@@ -269,7 +271,7 @@ def test_set_pass_rates_updates_one_version(tmp_path):
     from sopgraph.tools.registry import Registry, ToolMissing
 
     reg = Registry(tmp_path / "tools", sop_id="s")
-    code = "async def run(site, timestamp, ctx):\n    return {'value': 'true'}\n"
+    code = "async def run(input, ctx):\n    return {'value': 'true'}\n"
     reg.add_version("n1", code, author="human", train_pass=0.5, activate=True)
     reg.set_pass_rates("n1", 1, train=0.9, eval=0.8)
     info = reg.entry("n1").versions[0]

@@ -104,15 +104,15 @@ async def test_a_spec_that_does_not_check_is_fed_back_and_repaired(session):
 
 MALICIOUS = {
     "import os": (
-        "import os\n\nasync def run(site, timestamp, ctx):\n    return os.listdir('/')\n",
+        "import os\n\nasync def run(input, ctx):\n    return os.listdir('/')\n",
         "blocked import: os",
     ),
     "open a file": (
-        "async def run(site, timestamp, ctx):\n    return open('/etc/passwd').read()\n",
+        "async def run(input, ctx):\n    return open('/etc/passwd').read()\n",
         "file access outside sandbox: /etc/passwd",
     ),
     "network": (
-        "import socket\n\nasync def run(site, timestamp, ctx):\n    return socket.socket()\n",
+        "import socket\n\nasync def run(input, ctx):\n    return socket.socket()\n",
         "blocked import: socket",
     ),
 }
@@ -134,8 +134,8 @@ async def test_a_malicious_candidate_fails_validation_with_the_sandbox_reason(se
 async def test_code_form_candidate_runs_the_real_queries_in_the_sandbox(session):
     code = (
         "from sopgraph.graphs.model import Verdict\n\n\n"
-        "async def run(site, timestamp, ctx):\n"
-        "    t = timestamp.replace('T', ' ').replace('Z', '')\n"
+        "async def run(input, ctx):\n"
+        "    site, t = input['site'], input['timestamp'].replace('T', ' ').replace('Z', '')\n"
         "    sql = (f\"SELECT avg(fill_pct) FROM readings WHERE site = '{site}' \"\n"
         "           f\"AND t > datetime('{t}', '-15 minutes') AND t <= '{t}'\")\n"
         "    res = await ctx.mcp.call('warehouse', 'execute_query', {'sql': sql})\n"

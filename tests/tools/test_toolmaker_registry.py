@@ -66,9 +66,9 @@ async def test_register_then_promote_with_diff_then_revert(session):
     # promoted, it runs in production's way: in-process, through the open MCP pool
     ctx = ToolContext(
         node_id=NODE, text="", params={"fill_max_pct": 50}, parents={},
-        input={"site": "S7"}, run_id="t", mcp=session.pool,
+        input={"site": "S7", "timestamp": "2026-01-01T10:00:00Z"}, run_id="t", mcp=session.pool,
     )  # fmt: skip
-    verdict = await tool.fn("S7", "2026-01-01T10:00:00Z", ctx)
+    verdict = await tool.fn(ctx.input, ctx)
     assert (verdict.value, verdict.observed) == ("true", 80.0)
     assert tools_revert(session.sop_dir, NODE) == f"{NODE}: reverted to v1 (was v2)"
     assert registry.resolve(NODE).author == "human"

@@ -90,7 +90,7 @@ async def collect(
     cases: list[Case],
     executor: Any,
     pool: Any,
-    params_for: Callable[[str], dict[str, Any]],
+    params_for: Callable[[dict[str, Any]], dict[str, Any]],
     on_case: Callable[[int, int], None] | None = None,
 ) -> list[Trace]:
     """Run ``executor`` (the CodeAct sub-agent) on each case; one Trace per case, in order.
@@ -101,7 +101,7 @@ async def collect(
     for i, case in enumerate(cases):
         if on_case:
             on_case(i, len(cases))
-        params = params_for(case.site)
+        params = params_for(case.run_input)
         ctx = ToolContext(
             node_id=node.id, text=sop.render_text(node, params), params=params, parents={},
             input=case.input, run_id=f"toolmaker:collect:{node.id}", mcp=pool, node=node,

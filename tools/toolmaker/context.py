@@ -22,12 +22,12 @@ TRACE_CHARS = 1800  # per trace in a prompt: the small model's context is 4k tok
 FAILURES_SHOWN = 4
 
 CONTRACT = """A tool is a Python file defining
-    async def run(site: str, timestamp: str, ctx) -> Verdict
+    async def run(input: dict, ctx) -> Verdict
 where `from sopgraph.graphs.model import Verdict` and Verdict(value="true"|"false"|"no_data",
 observed=<number or None>, threshold=<number>, explanation=<one sentence>).
-ctx.params: the site's parameters by name (thresholds come from here, never literals);
-ctx.input: the alarm (site, station, timestamp, type); ctx.mcp: `await ctx.mcp.call(server,
-tool, args)` returns the MCP tool's JSON result. "no_data" only when the data is missing.
+input: the alarm (site, station, timestamp, type); ctx.params: the site's parameters by name
+(thresholds come from here, never literals); ctx.mcp: `await ctx.mcp.call(server, tool,
+args)` returns the MCP tool's JSON result. "no_data" only when the data is missing.
 Only the standard library (math, statistics, datetime, json, re) may be imported."""
 
 

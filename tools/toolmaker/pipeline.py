@@ -48,7 +48,7 @@ class MakeDeps:
     node: Node
     brief: NodeBrief
     catalog: Catalog
-    params_for: Callable[[str], dict[str, Any]]
+    params_for: Callable[[dict[str, Any]], dict[str, Any]]  # a run input -> its parameters
     maker: ToolMaker
     reflector: Reflector
     collector: Any = None  # the CodeAct executor; needed by +D configs and the label-free variant

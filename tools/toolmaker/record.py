@@ -26,6 +26,12 @@ class Case(BaseModel):
     def key(self) -> str:
         return f"{self.site}@{self.timestamp}:{self.input.get('station') or ''}"
 
+    @property
+    def run_input(self) -> dict[str, Any]:
+        """The input a tool gets for this case (``run(input, ctx)``): the case's input with its
+        site and time, as a run's validated input carries them."""
+        return {**self.input, "site": self.site, "timestamp": self.timestamp}
+
 
 class McpExchange(BaseModel):
     """One MCP call a trace or a candidate made, with a preview of what came back."""

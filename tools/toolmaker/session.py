@@ -96,10 +96,12 @@ class MakeSession:
                 continue
         return ""
 
-    def deps(self, node_id: str, site: str | None = None) -> MakeDeps:
+    def deps(self, node_id: str, key: str | None = None) -> MakeDeps:
+        """What a make of ``node_id`` runs with; the brief shows the parameters of ``key`` (a
+        value of the SOP's ``params_by`` field; default: the first with a parameter file)."""
         node = self.node(node_id)
-        sites = self.params.sites()
-        params = self.params.for_site(site or (sites[0] if sites else None))
+        keys = self.params.keys()
+        params = self.params.for_key(key or (keys[0] if keys else None))
         brief = brief_for(self.sop, node, params, self.catalog)
         collector = None
         if self.chat is not None:
@@ -113,7 +115,7 @@ class MakeSession:
             node=node,
             brief=brief,
             catalog=self.catalog,
-            params_for=self.params.for_site,
+            params_for=self.params.for_input,
             maker=ToolMaker(
                 form=self.form,
                 lm=self.lm,

@@ -9,7 +9,7 @@ into a self-contained tool file (standard library only, so it also runs in the s
 Example:
     >>> spec = ToolSpec(server="robotics", query='avg_over_time(x{site="{site}"}[15m])',
     ...                 aggregate="first", operator=">", threshold="idle_pct_threshold")
-    >>> "async def run(site, timestamp, ctx)" in compile_spec(spec, "obs_x", "Idle > 25%?")
+    >>> "async def run(input, ctx)" in compile_spec(spec, "obs_x", "Idle > 25%?")
     True
 """
 
@@ -200,11 +200,12 @@ def _values(result, column):
     return numbers
 
 
-async def run(site, timestamp, ctx):
+async def run(input, ctx):
+    timestamp = str(input.get("timestamp", ""))
     threshold = {threshold}
     fields = dict(ctx.params)
-    fields.update(site=site, station=ctx.input.get("station") or "", timestamp=timestamp,
-                  sql_time=_sql_time(timestamp))
+    fields.update(site=str(input.get("site", "")), station=input.get("station") or "",
+                  timestamp=timestamp, sql_time=_sql_time(timestamp))
     # {{name}} is a placeholder when it names a field; any other brace is the query's own
     query = re.sub(r"\{{(\w+)\}}", lambda m: str(fields.get(m.group(1), m.group(0))), QUERY)
     args = {{QUERY_ARG: query}}

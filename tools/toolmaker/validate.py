@@ -43,9 +43,9 @@ def check_source(code: str) -> str | None:
         return f"syntax error line {exc.lineno}: {exc.msg}"
     runs = [n for n in tree.body if isinstance(n, ast.AsyncFunctionDef) and n.name == "run"]
     if not runs:
-        return "the file defines no top-level `async def run(site, timestamp, ctx)`"
-    if len(runs[0].args.args) != 3:
-        return "`run` must take exactly (site, timestamp, ctx)"
+        return "the file defines no top-level `async def run(input, ctx)`"
+    if len(runs[0].args.args) != 2:
+        return "`run` must take exactly (input, ctx): the run's input and the context"
     return None
 
 
@@ -58,7 +58,7 @@ def harness(code: str, cases: list[dict[str, Any]], nonce: str) -> str:
 async def validate(
     code: str,
     cases: list[Case],
-    params_for: Callable[[str], dict[str, Any]],
+    params_for: Callable[[dict[str, Any]], dict[str, Any]],
     catalog: Catalog,
     *,
     node_id: str = "",
@@ -68,7 +68,7 @@ async def validate(
     """Run ``code`` on ``cases`` in the sandbox; results in case order.
 
     Args:
-        params_for: site -> the node's parameters at that site (the parameter store).
+        params_for: a case's run input -> the node's parameters for it (the parameter store).
         catalog: the MCP tools the candidate may call, served through the open pool.
     """
     start = time.perf_counter()
@@ -76,8 +76,8 @@ async def validate(
     if problem:
         return Validation(ok=False, reason=problem, seconds=time.perf_counter() - start)
     payload = [
-        {"site": c.site, "timestamp": c.timestamp, "input": c.input, "params": params_for(c.site),
-         "node_id": node_id, "text": node_text}
+        {"input": c.run_input, "params": params_for(c.run_input), "node_id": node_id,
+         "text": node_text}
         for c in cases
     ]  # fmt: skip
     n = max(1, len(cases))
@@ -175,7 +175,6 @@ class _Ctx:
     def __init__(self, case, mcp):
         self.params, self.input, self.parents = case["params"], case["input"], {{}}
         self.node_id, self.text, self.mcp = case["node_id"], case["text"], mcp
-        self.site, self.timestamp = case["site"], case["timestamp"]
 
 
 def _drive(coro):
@@ -202,7 +201,7 @@ for _i, _case in enumerate(_CASES):
     _mcp = _Mcp()
     _row = {{"i": _i}}
     try:
-        _v = _drive(_run(_case["site"], _case["timestamp"], _Ctx(_case, _mcp)))
+        _v = _drive(_run(_case["input"], _Ctx(_case, _mcp)))
         _row.update(value=getattr(_v, "value", repr(_v)[:80]), observed=_plain(getattr(_v, "observed", None)),
                     threshold=_plain(getattr(_v, "threshold", None)))
     except (ImportError, ToolNotAllowed):

@@ -14,7 +14,8 @@ def _lit(s: object) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     days = ctx.params["cup_replaced_days"]
     t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
     at = _lit(t.strftime("%Y-%m-%d %H:%M:%S"))
@@ -24,7 +25,7 @@ async def run(site: str, timestamp: str, ctx) -> Verdict:
         LEFT JOIN maintenance_log m
           ON m.site = s.site AND m.equipment_id = s.robot_id
          AND m.component = 'suction_cup' AND m.action = 'replaced' AND m.performed_at <= {at}
-        WHERE s.site = {_lit(site)} AND s.station = {_lit(ctx.input.get("station"))}
+        WHERE s.site = {_lit(site)} AND s.station = {_lit(input.get("station"))}
         GROUP BY s.robot_id"""
     rows = (await ctx.mcp.call("ops", "execute_query", {"sql": sql}))["rows"]
     if not rows:

@@ -25,7 +25,8 @@ def _sql_time(timestamp: str) -> str:
     return t.isoformat(sep=" ", timespec="seconds")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     limits = {
         "north": ctx.params["downstage_north_max_pct"],
         "south": ctx.params["downstage_south_max_pct"],

@@ -45,7 +45,8 @@ _SQL = f"""
 """
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     limits = {
         "north": ctx.params["downstage_north_max_pct"],
         "south": ctx.params["downstage_south_max_pct"],

@@ -26,9 +26,10 @@ async def _window_sum(ctx, metric: str, site: str, station: str, timestamp: str)
     return float(series[0]["value"][1]) if series else None
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["critical_pick_error_pct"]
-    station = ctx.input["station"]
+    station = input["station"]
     errors, attempts = await asyncio.gather(
         _window_sum(ctx, "pick_errors", site, station, timestamp),
         _window_sum(ctx, "pick_attempts", site, station, timestamp),

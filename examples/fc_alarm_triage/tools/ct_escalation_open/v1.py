@@ -20,7 +20,8 @@ def _lit(s: object) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     at = _lit(_sql_time(timestamp))
     # A few tickets were closed before they were opened (entry errors); the interval test
     # leaves them never open rather than guessing which of the two times is wrong.

@@ -10,7 +10,8 @@ from sopgraph.tools.kit import sql as kit_sql
 from sopgraph.tools.kit import sql_time
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     at = sql_time(timestamp)
     # A few tickets were closed before they were opened (entry errors); the interval test
     # leaves them never open rather than guessing which of the two times is wrong.

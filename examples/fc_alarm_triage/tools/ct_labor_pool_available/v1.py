@@ -14,7 +14,8 @@ def _lit(s: object) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     need = ctx.params["min_float_staff"]
     t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
     hour = t.strftime("%Y-%m-%d %H:00:00")

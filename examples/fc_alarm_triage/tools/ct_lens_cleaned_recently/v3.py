@@ -14,7 +14,8 @@ from sopgraph.graphs.model import Verdict
 from sopgraph.tools.kit import sql as kit_sql
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     hours = ctx.params["lens_clean_hours"]
     t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
     at = t.strftime("%Y-%m-%d %H:%M:%S")
@@ -26,7 +27,7 @@ async def run(site: str, timestamp: str, ctx) -> Verdict:
          AND m.component = 'camera_lens' AND m.action = 'cleaned' AND m.performed_at <= ?
         WHERE s.site = ? AND s.station = ?
         GROUP BY s.robot_id"""
-    rows = await kit_sql(ctx, "ops", sql, at, site, ctx.input.get("station"))
+    rows = await kit_sql(ctx, "ops", sql, at, site, input.get("station"))
     if not rows:
         return Verdict(
             value="no_data",

@@ -10,7 +10,8 @@ from sopgraph.tools.kit import sql as kit_sql
 from sopgraph.tools.kit import sql_time
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     at = sql_time(timestamp)
     # A few tickets were closed before they were opened (entry errors); the interval test
     # leaves them never open rather than guessing which of the two times is wrong.
@@ -22,7 +23,7 @@ async def run(site: str, timestamp: str, ctx) -> Verdict:
          AND t.opened_at <= ? AND (t.closed_at IS NULL OR t.closed_at > ?)
         WHERE s.site = ? AND s.station = ?
         ORDER BY t.opened_at"""
-    rows = await kit_sql(ctx, "ops", sql, at, at, site, ctx.input.get("station"))
+    rows = await kit_sql(ctx, "ops", sql, at, at, site, input.get("station"))
     if not rows:
         return Verdict(
             value="no_data",

@@ -18,7 +18,8 @@ def _lit(s: object) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     need = ctx.params["repeat_fault_count"]
     t = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     at, since = _lit(_sql_time(t)), _lit(_sql_time(t - timedelta(hours=24)))
@@ -28,7 +29,7 @@ async def run(site: str, timestamp: str, ctx) -> Verdict:
         LEFT JOIN equipment_states e
           ON e.site = s.site AND e.equipment_id = s.robot_id AND e.state = 'fault'
          AND e.started_at > {since} AND e.started_at <= {at}
-        WHERE s.site = {_lit(site)} AND s.station = {_lit(ctx.input.get("station"))}
+        WHERE s.site = {_lit(site)} AND s.station = {_lit(input.get("station"))}
         GROUP BY s.robot_id"""
     rows = (await ctx.mcp.call("ops", "execute_query", {"sql": sql}))["rows"]
     if not rows:

@@ -12,7 +12,8 @@ from sopgraph.tools.kit import instant, sql_time
 from sopgraph.tools.kit import sql as kit_sql
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     need = ctx.params["repeat_fault_count"]
     t = instant(timestamp)
     at, since = sql_time(t), sql_time(t - timedelta(hours=24))
@@ -24,7 +25,7 @@ async def run(site: str, timestamp: str, ctx) -> Verdict:
          AND e.started_at > ? AND e.started_at <= ?
         WHERE s.site = ? AND s.station = ?
         GROUP BY s.robot_id"""
-    rows = await kit_sql(ctx, "ops", sql, since, at, site, ctx.input.get("station"))
+    rows = await kit_sql(ctx, "ops", sql, since, at, site, input.get("station"))
     if not rows:
         return Verdict(
             value="no_data",

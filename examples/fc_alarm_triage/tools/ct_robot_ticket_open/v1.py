@@ -20,7 +20,8 @@ def _lit(s: object) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     at = _lit(_sql_time(timestamp))
     # A few tickets were closed before they were opened (entry errors); the interval test
     # leaves them never open rather than guessing which of the two times is wrong.
@@ -30,7 +31,7 @@ async def run(site: str, timestamp: str, ctx) -> Verdict:
         LEFT JOIN tickets t
           ON t.site = s.site AND t.equipment_id = s.robot_id
          AND t.opened_at <= {at} AND (t.closed_at IS NULL OR t.closed_at > {at})
-        WHERE s.site = {_lit(site)} AND s.station = {_lit(ctx.input.get("station"))}
+        WHERE s.site = {_lit(site)} AND s.station = {_lit(input.get("station"))}
         ORDER BY t.opened_at"""
     rows = (await ctx.mcp.call("ops", "execute_query", {"sql": sql}))["rows"]
     if not rows:

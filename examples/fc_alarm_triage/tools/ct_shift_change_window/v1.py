@@ -14,7 +14,8 @@ _FIRST_SHIFT_MIN = 6 * 60
 _SHIFT_MIN = 12 * 60
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    timestamp = input["timestamp"]
     grace = ctx.params["shift_change_grace_min"]
     t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
     minute_of_day = t.hour * 60 + t.minute + t.second / 60

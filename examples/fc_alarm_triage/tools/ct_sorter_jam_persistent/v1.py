@@ -23,7 +23,8 @@ def _sql_time(timestamp: str) -> str:
     return t.isoformat(sep=" ", timespec="seconds")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     intervals = int(ctx.params["jam_persist_intervals"])
     ts = _sql_time(timestamp)
     sql = f"""

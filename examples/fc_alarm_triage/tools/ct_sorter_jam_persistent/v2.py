@@ -15,7 +15,8 @@ from sopgraph.tools.kit import sql_time
 STEP_MIN = 5
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     intervals = int(ctx.params["jam_persist_intervals"])
     ts = sql_time(timestamp)
     sql = f"""

@@ -23,14 +23,15 @@ def _lit(s: object) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     rated_uph = ctx.params["station_rated_uph"]
     at = _lit(_sql_time(timestamp))
     sql = f"""
         SELECT count(*)
         FROM stations s
         JOIN equipment_states e ON e.site = s.site AND e.equipment_id = s.robot_id
-        WHERE s.site = {_lit(site)} AND s.station != {_lit(ctx.input["station"])}
+        WHERE s.site = {_lit(site)} AND s.station != {_lit(input["station"])}
           AND e.state = 'running'
           AND e.started_at <= {at} AND (e.ended_at IS NULL OR e.ended_at > {at})"""
     query = f'sum_over_time(units_inducted{{site="{site}"}}[1h])'

@@ -14,7 +14,8 @@ from sopgraph.tools.kit import selector, sql_time
 from sopgraph.tools.kit import sql as kit_sql
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     rated_uph = ctx.params["station_rated_uph"]
     at = sql_time(timestamp)
     sql = """
@@ -26,7 +27,7 @@ async def run(site: str, timestamp: str, ctx) -> Verdict:
           AND e.started_at <= ? AND (e.ended_at IS NULL OR e.ended_at > ?)"""
     query = f"sum_over_time({selector('units_inducted', site=site)}[1h])"
     ops, robotics = await asyncio.gather(
-        kit_sql(ctx, "ops", sql, site, ctx.input["station"], at, at),
+        kit_sql(ctx, "ops", sql, site, input["station"], at, at),
         ctx.mcp.call(
             "robotics", "execute_query", {"query": query, "time": timestamp, "page_size": 1000}
         ),

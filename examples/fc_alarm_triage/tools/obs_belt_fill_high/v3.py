@@ -24,7 +24,8 @@ QUADRANTS = {  # quadrant -> column, as conveyance's collector_quadrants table m
 }
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["belt_fill_high_pct"]
     ts = sql_time(timestamp)
     sql = f"""

@@ -27,7 +27,8 @@ def _sql_time(timestamp: str) -> str:
     return t.isoformat(sep=" ", timespec="seconds")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["belt_imbalance_pct"]
     ts = _sql_time(timestamp)
     columns = [col for cols in HALVES.values() for col in cols]

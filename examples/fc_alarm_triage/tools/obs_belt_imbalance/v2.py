@@ -19,7 +19,8 @@ HALVES = {  # half -> its quadrants' fill columns
 }
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["belt_imbalance_pct"]
     ts = sql_time(timestamp)
     columns = [col for cols in HALVES.values() for col in cols]

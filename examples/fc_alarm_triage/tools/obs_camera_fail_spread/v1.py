@@ -9,7 +9,8 @@ not counted. One query returns every station of the site.
 from sopgraph.graphs.model import Verdict
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     pct = ctx.params["camera_alarm_pct"]
     needed = ctx.params["camera_spread_min"]
     query = f'avg_over_time(camera_read_fail_pct{{site="{site}"}}[15m])'

@@ -9,7 +9,8 @@ counted as idle. One query returns every station of the site.
 from sopgraph.graphs.model import Verdict
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     pct = ctx.params["idle_pct_threshold"]
     needed = ctx.params["min_idle_stations"]
     query = f'avg_over_time(station_idle_pct{{site="{site}"}}[15m])'

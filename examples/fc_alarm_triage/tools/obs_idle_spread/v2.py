@@ -10,7 +10,8 @@ from sopgraph.graphs.model import Verdict
 from sopgraph.tools.kit import selector
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     pct = ctx.params["idle_pct_threshold"]
     needed = ctx.params["min_idle_stations"]
     query = f"avg_over_time({selector('station_idle_pct', site=site)}[15m])"

@@ -22,7 +22,8 @@ async def _sums_by_station(ctx, metric: str, site: str, timestamp: str) -> dict[
     return {s["metric"]["station"]: float(s["value"][1]) for s in res["data"]["result"]}
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     pct = ctx.params["pick_error_pct_threshold"]
     needed = ctx.params["pick_spread_min"]
     errors, attempts = await asyncio.gather(

@@ -14,7 +14,8 @@ from sopgraph.graphs.model import Verdict
 _HOUR = timedelta(hours=1)
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["throughput_drop_pct"]
     t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
     query = f'sum_over_time(units_inducted{{site="{site}"}}[1h])'

@@ -18,7 +18,8 @@ from sopgraph.tools.kit import Window, as_number, instant, selector
 _HOUR = timedelta(hours=1)
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["throughput_drop_pct"]
     t = instant(timestamp)
     w = Window.ending(t, 60)

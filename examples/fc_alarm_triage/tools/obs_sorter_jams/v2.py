@@ -16,7 +16,8 @@ WINDOW_MIN = 30
 STEP_MIN = 5  # one row per five-minute interval: the baseline row is at most this much older
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["sorter_jam_alarm_min"]
     ts = sql_time(timestamp)
     sql = f"""

@@ -22,7 +22,8 @@ def _sql_time(timestamp: str) -> str:
     return t.isoformat(sep=" ", timespec="seconds")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["upstream_flow_min_pct"]
     min_readings = ctx.params["starvation_min_readings"]
     ts = _sql_time(timestamp)

@@ -17,7 +17,8 @@ from sopgraph.tools.kit import sql_time
 WINDOW_MIN = 15
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["upstream_flow_min_pct"]
     ts = sql_time(timestamp)
     sql = f"""

@@ -28,7 +28,8 @@ def _sql_time(timestamp: str) -> str:
     return t.isoformat(sep=" ", timespec="seconds")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     ts = _sql_time(timestamp)
     sql = f"""
         SELECT count(*), {", ".join(f"count({col})" for col in QUADRANTS.values())}

@@ -20,7 +20,8 @@ QUADRANTS = {  # quadrant -> column, as conveyance's collector_quadrants table m
 }
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     ts = sql_time(timestamp)
     sql = f"""
         SELECT count(*), {", ".join(f"count({col})" for col in QUADRANTS.values())}

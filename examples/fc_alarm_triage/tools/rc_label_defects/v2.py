@@ -11,9 +11,10 @@ from sopgraph.graphs.model import Verdict
 from sopgraph.tools.kit import selector
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["label_fail_pct_threshold"]
-    station = ctx.input["station"]
+    station = input["station"]
     query = f"avg_over_time({selector('label_print_fail_pct', site=site, station=station)}[30m])"
     res = await ctx.mcp.call("robotics", "execute_query", {"query": query, "time": timestamp})
     series = res["data"]["result"]

@@ -13,7 +13,8 @@ def _lit(s: object) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     pct = ctx.params["staffing_min_pct"]
     t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
     hour = t.strftime("%Y-%m-%d %H:00:00")

@@ -10,7 +10,8 @@ from sopgraph.graphs.model import Verdict
 from sopgraph.tools.kit import sql as kit_sql
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     pct = ctx.params["staffing_min_pct"]
     t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
     hour = t.strftime("%Y-%m-%d %H:00:00")

@@ -25,10 +25,11 @@ _SQL = """
     GROUP BY s.printer_id"""
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     days = ctx.params["print_head_max_days"]
     t = instant(timestamp)
-    rows = await sql(ctx, "ops", _SQL, sql_time(t), site, ctx.input.get("station"))
+    rows = await sql(ctx, "ops", _SQL, sql_time(t), site, input.get("station"))
     if not rows:
         return Verdict(
             value="no_data",

@@ -20,7 +20,8 @@ def _lit(s: object) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     at = _lit(_sql_time(timestamp))
     sql = f"""
         SELECT s.printer_id, e.state
@@ -28,7 +29,7 @@ async def run(site: str, timestamp: str, ctx) -> Verdict:
         LEFT JOIN equipment_states e
           ON e.site = s.site AND e.equipment_id = s.printer_id
          AND e.started_at <= {at} AND (e.ended_at IS NULL OR e.ended_at > {at})
-        WHERE s.site = {_lit(site)} AND s.station = {_lit(ctx.input.get("station"))}
+        WHERE s.site = {_lit(site)} AND s.station = {_lit(input.get("station"))}
         ORDER BY e.started_at DESC
         LIMIT 1"""
     rows = (await ctx.mcp.call("ops", "execute_query", {"sql": sql}))["rows"]

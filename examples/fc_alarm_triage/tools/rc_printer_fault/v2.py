@@ -10,7 +10,8 @@ from sopgraph.tools.kit import sql as kit_sql
 from sopgraph.tools.kit import sql_time
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     at = sql_time(timestamp)
     sql = """
         SELECT s.printer_id, e.state
@@ -21,7 +22,7 @@ async def run(site: str, timestamp: str, ctx) -> Verdict:
         WHERE s.site = ? AND s.station = ?
         ORDER BY e.started_at DESC
         LIMIT 1"""
-    rows = await kit_sql(ctx, "ops", sql, at, at, site, ctx.input.get("station"))
+    rows = await kit_sql(ctx, "ops", sql, at, at, site, input.get("station"))
     if not rows or rows[0][1] is None:
         what = "the station is unknown" if not rows else f"{rows[0][0]} has no state"
         return Verdict(

@@ -30,9 +30,10 @@ def _sql_time(timestamp: str) -> str:
     return t.isoformat(sep=" ", timespec="seconds")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["quadrant_full_pct"]
-    station = ctx.input.get("station")
+    station = input.get("station")
     if not station:
         return Verdict(
             value="no_data",

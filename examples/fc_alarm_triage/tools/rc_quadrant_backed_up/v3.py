@@ -26,9 +26,10 @@ QUADRANTS = {  # quadrant -> column, as conveyance's collector_quadrants table m
 }
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["quadrant_full_pct"]
-    station = ctx.input.get("station")
+    station = input.get("station")
     if not station:
         return Verdict(
             value="no_data",

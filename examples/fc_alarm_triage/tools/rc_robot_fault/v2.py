@@ -34,9 +34,10 @@ def _name(state: object) -> str:
     return STATE_NAMES[code]
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     at = sql_time(timestamp)
-    rows = await sql(ctx, "ops", _SQL, at, at, site, ctx.input.get("station"))
+    rows = await sql(ctx, "ops", _SQL, at, at, site, input.get("station"))
     if not rows or rows[0][1] is None:
         what = "the station is unknown" if not rows else f"{rows[0][0]} has no state"
         return Verdict(

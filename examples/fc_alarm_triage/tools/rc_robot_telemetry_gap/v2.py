@@ -12,8 +12,9 @@ from sopgraph.tools.kit import selector
 _NONE = 0
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
-    station = ctx.input["station"]
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
+    station = input["station"]
     query = f"count_over_time({selector('station_idle_pct', site=site, station=station)}[15m])"
     res = await ctx.mcp.call("robotics", "execute_query", {"query": query, "time": timestamp})
     # A series with no sample in the window is left out of the result: zero samples.

@@ -11,7 +11,8 @@ from sopgraph.graphs.model import Verdict
 from sopgraph.tools.kit import sql as kit_sql
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     need = ctx.params["stations_down_min"]
     t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
     at = t.strftime("%Y-%m-%d %H:%M:%S")

@@ -14,9 +14,10 @@ def _selector(metric: str, **labels: str) -> str:
     return f"{metric}{{{inner}}}"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["suction_vacuum_min_kpa"]
-    station = ctx.input["station"]
+    station = input["station"]
     query = f"avg_over_time({_selector('suction_vacuum_kpa', site=site, station=station)}[30m])"
     res = await ctx.mcp.call("robotics", "execute_query", {"query": query, "time": timestamp})
     series = res["data"]["result"]

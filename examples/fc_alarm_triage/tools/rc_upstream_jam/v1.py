@@ -24,7 +24,8 @@ def _sql_time(timestamp: str) -> str:
     return t.isoformat(sep=" ", timespec="seconds")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     threshold = ctx.params["upstream_jam_min"]
     ts = _sql_time(timestamp)
     sql = f"""

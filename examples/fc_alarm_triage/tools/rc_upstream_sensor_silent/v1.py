@@ -20,7 +20,8 @@ def _sql_time(timestamp: str) -> str:
     return t.isoformat(sep=" ", timespec="seconds")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     minutes = ctx.params["sensor_silent_min"]
     ts = _sql_time(timestamp)
     sql = f"""

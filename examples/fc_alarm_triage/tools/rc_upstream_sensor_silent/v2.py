@@ -12,7 +12,8 @@ from sopgraph.tools.kit import sql as kit_sql
 from sopgraph.tools.kit import sql_time
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
+    site, timestamp = input["site"], input["timestamp"]
     minutes = ctx.params["sensor_silent_min"]
     ts = sql_time(timestamp)
     sql = f"""

@@ -10,6 +10,6 @@ SERVER = "customer_service"
 API = "verify_customer_account"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
-    observed = await ctx.mcp.call(SERVER, API, {"case_id": ctx.input["case_id"]})
+async def run(input: dict, ctx) -> Verdict:
+    observed = await ctx.mcp.call(SERVER, API, {"case_id": input["case_id"]})
     return Verdict(value="true", observed=observed, explanation=f"{API} returned {observed}")

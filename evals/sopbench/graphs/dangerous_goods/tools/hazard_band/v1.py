@@ -9,7 +9,7 @@ import re
 from sopgraph.graphs.model import Verdict
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
     param = re.search(r"\{(class_\w+_min)\}", ctx.node.text).group(1)
     bound = float(ctx.params[param])
     parent = next(iter(ctx.parents.values()))

@@ -11,8 +11,8 @@ from sopgraph.graphs.model import Verdict
 FORMAT = re.compile(r"^P_[A-Za-z0-9]+$")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
-    pid = str(ctx.input.get("product_id") or "").strip()
+async def run(input: dict, ctx) -> Verdict:
+    pid = str(input.get("product_id") or "").strip()
     ok = bool(FORMAT.match(pid))
     return Verdict(
         value=ok,

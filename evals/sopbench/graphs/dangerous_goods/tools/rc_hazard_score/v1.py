@@ -8,7 +8,7 @@ from sopgraph.graphs.model import Verdict
 COMPONENTS = ("obs_sds_score", "obs_handling_score", "obs_transport_score", "obs_disposal_score")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
     scores = {}
     for node in COMPONENTS:
         verdict = ctx.parents.get(node)

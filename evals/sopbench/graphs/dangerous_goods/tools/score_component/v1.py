@@ -21,9 +21,9 @@ def _score(result) -> float | None:
         return None
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
     api = ctx.node.api.name
-    args = {field: ctx.input.get(field) for field in ctx.node.data}
+    args = {field: input.get(field) for field in ctx.node.data}
     try:
         result = await ctx.mcp.call(SERVER, api, args)
     except Exception as exc:  # noqa: BLE001 - a failed scoring API means a missing score (5.6)

@@ -5,9 +5,9 @@ from sopgraph.graphs.model import Verdict
 SERVER = "sopbench"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
     api = ctx.node.api.name
-    args = {field: ctx.input.get(field) for field in ctx.node.data}
+    args = {field: input.get(field) for field in ctx.node.data}
     record = await ctx.mcp.call(SERVER, api, args)
     if not isinstance(record, dict) or not record:
         return Verdict(value="no_data", observed=record, explanation=f"{api} returned no record")

@@ -35,7 +35,7 @@ def _num(value) -> float:
         return 0.0
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
     data = {
         **(ctx.parents["obs_account"].observed or {}),
         **(ctx.parents["obs_traffic"].observed or {}),

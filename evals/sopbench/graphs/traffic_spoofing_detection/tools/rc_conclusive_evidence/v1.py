@@ -6,7 +6,7 @@ from sopgraph.graphs.model import Verdict
 CHECKS = ("obs_traffic_suspicious", "obs_sources_suspicious")
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
     found = {n: ctx.parents[n].observed["result"] for n in CHECKS if n in ctx.parents}
     conclusive = any(v.upper() == "SUSPICIOUS" for v in found.values())
     return Verdict(

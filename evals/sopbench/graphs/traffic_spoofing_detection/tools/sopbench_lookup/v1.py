@@ -10,9 +10,9 @@ from sopgraph.graphs.model import Verdict
 SERVER = "sopbench"
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
     api = ctx.node.api.name
-    args = {field: ctx.input.get(field) for field in ctx.node.data}
+    args = {field: input.get(field) for field in ctx.node.data}
     result = await ctx.mcp.call(SERVER, api, args)
     text = str(result).strip()
     return Verdict(

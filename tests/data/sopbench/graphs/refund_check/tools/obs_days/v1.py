@@ -3,6 +3,6 @@
 from sopgraph.graphs.model import Verdict
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
-    days = await ctx.mcp.call("sopbench", "daysSinceDelivery", {"order_id": ctx.input["order_id"]})
+async def run(input: dict, ctx) -> Verdict:
+    days = await ctx.mcp.call("sopbench", "daysSinceDelivery", {"order_id": input["order_id"]})
     return Verdict(value=True, observed=days)

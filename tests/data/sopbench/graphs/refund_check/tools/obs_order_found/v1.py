@@ -3,9 +3,9 @@
 from sopgraph.graphs.model import Verdict
 
 
-async def run(site: str, timestamp: str, ctx) -> Verdict:
+async def run(input: dict, ctx) -> Verdict:
     try:
-        order = await ctx.mcp.call("sopbench", "getOrder", {"order_id": ctx.input["order_id"]})
+        order = await ctx.mcp.call("sopbench", "getOrder", {"order_id": input["order_id"]})
     except Exception as exc:  # noqa: BLE001 - the simulator's "not found" is an MCP tool error
         return Verdict(value=False, explanation=str(exc))
     return Verdict(value=True, observed=order)
