@@ -45,18 +45,6 @@ def langgraph_bin() -> Path:
     return exe
 
 
-def repo_config() -> dict[str, Any]:
-    """The repository's ``langgraph.json``, its relative dependencies made absolute.
-
-    A starting point for a config of one's own (``LangGraphDev(config=...)``).
-    """
-    config = json.loads(CONFIG.read_text())
-    config["dependencies"] = [
-        str((REPO / d).resolve()) if d.startswith(".") else d for d in config["dependencies"]
-    ]
-    return config
-
-
 def dev_command(port: int, config: Path, jobs: int = 10) -> list[str]:
     """The ``langgraph dev`` command line: loopback, no browser, no reloader.
 

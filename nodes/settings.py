@@ -215,15 +215,6 @@ class Settings(BaseSettings):
             )
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Settings from keyword arguments, environment and config file.
-
-    Raises:
-        SettingsError: a config file is missing or malformed, or a value is invalid.
-    """
-    return Settings(**overrides)
-
-
 def _config_path(explicit: Any) -> Path | None:
     if explicit is not None:
         path, origin = Path(explicit), "the `config` argument"

@@ -86,11 +86,6 @@ def selector(metric: str, **labels: str) -> str:
     return f"{metric}{{{inner}}}"
 
 
-def over_time(func: str, metric: str, window: Window, **labels: str) -> str:
-    """``<func>_over_time(selector[range])``: func is avg, sum, min, max, count or last."""
-    return f"{func}_over_time({selector(metric, **labels)}[{window.promql}])"
-
-
 def counter_steps(rows: list[list] | list[tuple]) -> list[int | float]:
     """The steps of a cumulative counter that resets, from ``(counted, value)`` rows in time order.
 
@@ -126,20 +121,6 @@ async def sql(ctx: Any, server: str, text: str, *params: Any, max_pages: int = 5
         page = res.get("next_page", page + 1)
         if page >= max_pages:
             raise RuntimeError(f"{server}: more than {max_pages} pages of rows; narrow the query")
-
-
-async def vector(ctx: Any, query: str, timestamp: str | dt.datetime) -> list[tuple[dict, float]]:
-    """An instant PromQL query on the robotics server: (labels, value) per series, all pages."""
-    out: list[tuple[dict, float]] = []
-    page = 0
-    at = instant(timestamp).isoformat()
-    while True:
-        args = {"query": query, "time": at, "page": page, "page_size": 1000}
-        res = await ctx.mcp.call("robotics", "execute_query", args)
-        out += [(s["metric"], as_number(s["value"][1])) for s in res["data"]["result"]]
-        if not res.get("truncated"):
-            return out
-        page = res["next_page"]
 
 
 def as_number(value: Any) -> float:

@@ -100,12 +100,3 @@ def _flaps(
         Fault("robot_fault", site, station, int(s), int(s) + int(rng.integers(1, 4)))
         for s in starts
     ]
-
-
-def mask(faults: list[Fault], kind: str, n_ticks: int, station: str | None = None) -> np.ndarray:
-    """Ticks covered by the episodes of ``kind`` (at ``station`` for per-station kinds)."""
-    m = np.zeros(n_ticks, dtype=bool)
-    for f in faults:
-        if f.kind == kind and (station is None or f.station == station):
-            m[f.start : f.end] = True
-    return m

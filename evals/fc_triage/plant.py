@@ -40,13 +40,6 @@ SITES: tuple[SiteSpec, ...] = (
 )
 
 
-def site_spec(name: str) -> SiteSpec:
-    for s in SITES:
-        if s.name == name:
-            return s
-    raise KeyError(name)
-
-
 def station_ids(spec: SiteSpec) -> list[str]:
     return [f"ST{i + 1:02d}" for i in range(spec.stations)]
 
@@ -67,11 +60,6 @@ def quadrant_of(station_index: int, n_stations: int) -> str:
 def tick_times(n_ticks: int) -> np.ndarray:
     """Epoch seconds of every sample."""
     return T0 + TICK_S * np.arange(n_ticks, dtype=np.int64)
-
-
-def last_tick(ts: int) -> int:
-    """Index of the latest sample stamped at or before ``ts``."""
-    return (ts - T0) // TICK_S
 
 
 def iso(ts: int | float) -> str:

@@ -13,9 +13,6 @@ def _tag_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"<\s*{tag}\s*>(.*?)<\s*/\s*{tag}\s*>", re.IGNORECASE | re.DOTALL)
 
 
-_ANY_TAG = re.compile(r"<\s*([A-Za-z][\w \-]*?)\s*>(.*?)<\s*/\s*\1\s*>", re.DOTALL)
-
-
 def _clean(value: str) -> str:
     return " ".join(value.strip().strip("\"'").split())
 
@@ -41,8 +38,3 @@ def parse_answer(text: str, columns: list[str]) -> dict[str, str] | None:
             return None
         out[col] = _clean(hits[-1])
     return out
-
-
-def xml_tags(text: str) -> dict[str, str]:
-    """All ``<tag>value</tag>`` pairs of ``text`` (for per-task records)."""
-    return {m.group(1).strip(): _clean(m.group(2)) for m in _ANY_TAG.finditer(text)}
