@@ -142,9 +142,9 @@ def majority_baseline(sop_dir: Path, train: list[Scenario], held_out: list[Scena
     """Accuracy of a trivial triage: every node answers its most frequent training verdict."""
     from collections import Counter
 
-    from sopgraph.evals.fc_triage.labeler import Truth
     from sopgraph.evals.fc_triage.plant import parse_ts
     from sopgraph.evals.fc_triage.scenarios import scenario_record, walk
+    from sopgraph.evals.fc_triage.truth import Truth
     from sopgraph.graphs.loader import load_sop
 
     counts: dict[str, Counter] = {}

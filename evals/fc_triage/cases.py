@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from sopgraph.evals.fc_triage.conventions import EXPERT, governing
-from sopgraph.evals.fc_triage.labeler import STATION_NODES, Labeler, Query, Truth
+from sopgraph.evals.fc_triage.labeler import Labeler
 from sopgraph.evals.fc_triage.plant import SHIFT_STARTS_H, T0, TICK_S, iso
 from sopgraph.evals.fc_triage.scenarios import TIE_EPS
+from sopgraph.evals.fc_triage.truth import STATION_NODES, Query, Truth
 from sopgraph.graphs.model import Sop
 from sopgraph.graphs.topology import graph_of, parents_of, reach
 

@@ -1,186 +1,21 @@
 """The offline labeler: each decision node's ground truth, as the subject-matter expert means it.
 
 ``label(world, node_id, query, params)`` reads the simulated frames (exactly the values the
-stores hold) and returns the node's ``Truth``. The per-node logic lives in ``truth_*.py``;
-the conventions it applies, which the SOP text leaves unstated, are in ``conventions.md``.
+stores hold) and returns the node's ``Truth``. The per-node logic lives in ``truth_*.py``,
+over the vocabulary of ``truth.py`` and the lookups of ``frames.py``; the conventions it
+applies, which the SOP text leaves unstated, are in ``conventions.md``.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-import numpy as np
-
+# Imported for their @truth registrations: every decision node's function is in REGISTRY.
+from sopgraph.evals.fc_triage import truth_conveyance, truth_ops, truth_robotics  # noqa: F401
 from sopgraph.evals.fc_triage.conventions import EXPERT, Conventions
-from sopgraph.evals.fc_triage.plant import T0, TICK_S, robot_id
-from sopgraph.evals.fc_triage.world import Interval, SiteFrames, World
-
-
-@dataclass(frozen=True)
-class Query:
-    """What a node is asked about: a site, an instant (epoch seconds) and maybe a station."""
-
-    site: str
-    ts: int
-    station: str | None = None
-
-
-class Truth(NamedTuple):
-    """A ground-truth verdict; ``margin`` is |statistic - threshold| when one was compared."""
-
-    value: str  # "true" | "false" | "no_data"
-    observed: Any = None
-    threshold: Any = None
-    margin: float | None = None
-
-
-TruthFn = Callable[["Frames", Query, dict[str, Any]], Truth]
-REGISTRY: dict[str, TruthFn] = {}
-# Nodes asked about one station (the alarm's); the others are site-wide.
-STATION_NODES: set[str] = set()
-
-
-def truth(node_id: str, *, station: bool = False) -> Callable[[TruthFn], TruthFn]:
-    """Register a node's ground-truth function."""
-
-    def deco(fn: TruthFn) -> TruthFn:
-        REGISTRY[node_id] = fn
-        if station:
-            STATION_NODES.add(node_id)
-        return fn
-
-    return deco
-
-
-def compare(stat: float, op: str, thr: float, observed: Any = None) -> Truth:
-    """``stat op thr`` as a Truth carrying the margin (for tie screening)."""
-    ok = {">": stat > thr, ">=": stat >= thr, "<": stat < thr, "<=": stat <= thr}[op]
-    obs = round(float(stat), 6) if observed is None else observed
-    # Integer counts compare exactly; only float statistics can sit on a rounding tie.
-    exact = isinstance(stat, int | np.integer) and isinstance(thr, int | np.integer)
-    margin = None if exact else abs(float(stat) - float(thr))
-    return Truth("true" if ok else "false", obs, thr, margin)
-
-
-class Frames:
-    """One site's frames with the lookups the truth functions share, read under ``cv``."""
-
-    def __init__(self, fr: SiteFrames, cv: Conventions = EXPERT):
-        self.fr = fr
-        self.cv = cv
-        self.n = len(fr.conv["upstream_rate_ratio"])
-        self.station_index = {s: i for i, s in enumerate(fr.stations)}
-        self.intervals: dict[str, list[Interval]] = {}
-        for iv in fr.states:
-            self.intervals.setdefault(iv.equipment_id, []).append(iv)
-        self.events: dict[tuple[str, str], np.ndarray] = {}
-        for eq, comp, _act, ts in fr.maintenance:
-            self.events.setdefault((eq, comp), []).append(ts)  # type: ignore[arg-type]
-        self.events = {k: np.sort(np.array(v)) for k, v in self.events.items()}
-
-    # -- time windows ------------------------------------------------------------------
-    def span(self, ts: int, minutes: float, closed: bool = False) -> tuple[int, int]:
-        """Tick range [lo, hi) of samples stamped in (ts - minutes, ts] ([..] when closed)."""
-        start = ts - int(minutes * 60) - T0
-        lo = -(-start // TICK_S) if closed else start // TICK_S + 1
-        hi = (ts - T0) // TICK_S + 1
-        if not self.cv.window_end_inclusive:  # the wrong variant: [T - N, T)
-            lo, hi = -(-start // TICK_S), -(-(ts - T0) // TICK_S)
-        return max(lo, 0), min(max(hi, 0), self.n)
-
-    def at_least(self) -> str:
-        """The operator of "at least" for counts."""
-        return ">=" if self.cv.at_least_inclusive else ">"
-
-    def with_conventions(self, cv: Conventions) -> Frames:
-        """The same frames read under other conventions (shares every array)."""
-        other = copy.copy(self)
-        other.cv = cv
-        return other
-
-    def conv(self, column: str, ts: int, minutes: float, closed: bool = False) -> np.ndarray:
-        lo, hi = self.span(ts, minutes, closed)
-        v = self.fr.conv[column][lo:hi]
-        return v if self.cv.nulls_skipped else np.nan_to_num(v, nan=0.0)
-
-    def conv_with_prior(self, column: str, ts: int, minutes: float) -> np.ndarray:
-        """Readings stamped in (ts - minutes, ts] plus the reading just before them."""
-        lo, hi = self.span(ts, minutes)
-        return self.fr.conv[column][max(lo - 1, 0) : hi]
-
-    def robo(
-        self, metric: str, station: str, ts: int, minutes: float, closed: bool = False
-    ) -> np.ndarray:
-        lo, hi = self.span(ts, minutes, closed)
-        return self.fr.robo[metric][self.station_index[station], lo:hi]
-
-    # -- ops lookups -------------------------------------------------------------------
-    def state_at(self, equipment_id: str, ts: int) -> str | None:
-        for iv in self.intervals.get(equipment_id, []):
-            if self.cv.state_interval:
-                if iv.start <= ts and (iv.end is None or ts < iv.end):
-                    return iv.state
-            elif iv.start < ts and (iv.end is None or ts <= iv.end):
-                return iv.state
-        return None
-
-    def robot_state(self, station: str, ts: int) -> str | None:
-        return self.state_at(robot_id(self.fr.spec.name, station), ts)
-
-    def last_event(self, equipment_id: str, component: str, ts: int) -> int | None:
-        ev = self.events.get((equipment_id, component))
-        if ev is None:
-            return None
-        i = int(np.searchsorted(ev, ts, side="right"))
-        return int(ev[i - 1]) if i else None
-
-    def ticket_open(self, equipment_id: str, ts: int, category: str | None = None) -> bool:
-        for t in self.fr.tickets:
-            if t["equipment_id"] != equipment_id or (category and t["category"] != category):
-                continue
-            if not self.cv.ticket_at_time:  # the export-time status, wrongly used for T
-                if t["opened_at"] <= ts and t["closed_at"] is None:
-                    return True
-            elif t["opened_at"] <= ts and (t["closed_at"] is None or ts < t["closed_at"]):
-                return True
-        return False
-
-    def staffing(self, area: str, ts: int) -> tuple[int, int] | None:
-        h = (ts - T0) // 3600 if self.cv.hour_floor else (ts - T0 + 1800) // 3600
-        planned, present = self.fr.staffing[area]
-        if not 0 <= h < len(planned):
-            return None
-        return int(planned[h]), int(present[h])
-
-
-def nanmean(v: np.ndarray) -> float | None:
-    v = v[v == v]  # drop NaN
-    return float(v.sum()) / len(v) if len(v) else None
-
-
-def counter_steps(v: np.ndarray, cv: Conventions = EXPERT) -> np.ndarray | None:
-    """Events per interval of a cumulative counter; a drop is a restart.
-
-    Pass the readings of the window plus the one just before it: each interval's events are
-    its reading minus the previous one, or its reading itself after a restart.
-    """
-    if not cv.counter_cumulative:  # the wrong variant: each reading is the interval's events
-        return v[1:]
-    if not cv.counter_prior_reading:
-        v = v[1:]
-    if len(v) < 2:
-        return None
-    d = np.diff(v)
-    return d if not cv.counter_resets else np.where(d >= 0, d, v[1:])
-
-
-def counter_increase(v: np.ndarray, cv: Conventions = EXPERT) -> float | None:
-    """Events counted by a cumulative counter over the window (see ``counter_steps``)."""
-    steps = counter_steps(v[~np.isnan(v)], cv)
-    return None if steps is None or not len(steps) else float(steps.sum())
+from sopgraph.evals.fc_triage.frames import Frames
+from sopgraph.evals.fc_triage.truth import REGISTRY, STATION_NODES, Query, Truth
+from sopgraph.evals.fc_triage.world import World
 
 
 class Labeler:
@@ -190,7 +25,6 @@ class Labeler:
         self.world = world
         self.cv = cv
         self.frames = {site: Frames(fr, cv) for site, fr in world.sites.items()}
-        _load_truth_modules()
 
     def with_conventions(self, cv: Conventions) -> Labeler:
         """A labeler over the same indexed frames that applies ``cv`` instead."""
@@ -204,8 +38,3 @@ class Labeler:
         if node_id in STATION_NODES and q.station is None:
             raise ValueError(f"{node_id} is asked about a station; the query names none")
         return fn(self.frames[q.site], q, params)
-
-
-def _load_truth_modules() -> None:
-    # Imported for their @truth registrations.
-    from sopgraph.evals.fc_triage import truth_conveyance, truth_ops, truth_robotics  # noqa: F401

@@ -16,9 +16,10 @@ from pydantic import BaseModel
 
 from sopgraph.evals.fc_triage.conventions import EXPERT, MUTATIONS
 from sopgraph.evals.fc_triage.dataset import load_cases
-from sopgraph.evals.fc_triage.labeler import STATION_NODES, Labeler, Query
+from sopgraph.evals.fc_triage.labeler import Labeler
 from sopgraph.evals.fc_triage.plant import parse_ts
 from sopgraph.evals.fc_triage.simulator import simulate
+from sopgraph.evals.fc_triage.truth import STATION_NODES, Query
 from sopgraph.graphs.loader import load_sop
 from sopgraph.tools.params import ParamStore
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from sopgraph.evals.fc_triage.labeler import Labeler, Query, Truth
+from sopgraph.evals.fc_triage.labeler import Labeler
 from sopgraph.evals.fc_triage.plant import iso
+from sopgraph.evals.fc_triage.truth import Query, Truth
 from sopgraph.graphs.model import Node, Sop
 from sopgraph.graphs.topology import walk as layer_walk
 

@@ -6,17 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from sopgraph.evals.fc_triage.labeler import (
-    Frames,
-    Query,
-    Truth,
-    compare,
-    counter_increase,
-    counter_steps,
-    nanmean,
-    truth,
-)
+from sopgraph.evals.fc_triage.frames import Frames, counter_increase, counter_steps, nanmean
 from sopgraph.evals.fc_triage.plant import QUADRANTS, TICK_S
+from sopgraph.evals.fc_triage.truth import Query, Truth, compare, truth
 
 
 def _fill_col(q: str) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sopgraph.evals.fc_triage.labeler import Frames, Query, Truth, compare, truth
+from sopgraph.evals.fc_triage.frames import Frames
 from sopgraph.evals.fc_triage.plant import SHIFT_STARTS_H, T0, printer_id, robot_id
+from sopgraph.evals.fc_triage.truth import Query, Truth, compare, truth
 
 
 def _robot(f: Frames, q: Query) -> str:

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from sopgraph.evals.fc_triage.labeler import Frames, Query, Truth, compare, nanmean, truth
+from sopgraph.evals.fc_triage.frames import Frames, nanmean
+from sopgraph.evals.fc_triage.truth import Query, Truth, compare, truth
 
 
 def _mean(f: Frames, metric: str, q: Query, minutes: float) -> float | None:

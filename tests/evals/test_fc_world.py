@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from sopgraph.evals.fc_triage.build import SOP_DIR, build_world
-from sopgraph.evals.fc_triage.labeler import REGISTRY, Labeler, Query, _load_truth_modules
+from sopgraph.evals.fc_triage.labeler import Labeler
 from sopgraph.evals.fc_triage.plant import parse_ts
 from sopgraph.evals.fc_triage.simulator import simulate
+from sopgraph.evals.fc_triage.truth import REGISTRY, Query
 from sopgraph.graphs.loader import load_sop
 
 
@@ -73,7 +74,6 @@ def test_faults_cascade():
 
 def test_sop_shape_and_labeler_cover_every_decision_node():
     sop = load_sop(SOP_DIR)
-    _load_truth_modules()
     kinds = Counter(n.kind for n in sop.nodes.values())
     assert len(sop.decision_nodes) >= 40 and len(sop.action_nodes) >= 15
     assert kinds["observation"] and kinds["root_cause"] and kinds["constraint"]

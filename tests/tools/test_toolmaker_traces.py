@@ -104,8 +104,9 @@ async def test_prompts_hold_no_labeler_conventions_own_tool_or_held_out_case(tri
     from sopgraph.evals import fc_triage
 
     package = fc_triage.__file__.rsplit("/", 1)[0]
-    forbidden_files = ["conventions.md", "labeler.py", "simulator.py", "truth_robotics.py",
-                       "truth_conveyance.py", "truth_ops.py", "faults.py"]  # fmt: skip
+    forbidden_files = ["conventions.md", "labeler.py", "truth.py", "frames.py", "simulator.py",
+                       "truth_robotics.py", "truth_conveyance.py", "truth_ops.py",
+                       "faults.py"]  # fmt: skip
     forbidden = {
         name: _long_lines(open(f"{package}/{name}", encoding="utf-8").read())
         for name in forbidden_files
