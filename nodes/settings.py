@@ -20,6 +20,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from sopgraph.nodes.settings_error import SettingsError
 from sopgraph.nodes.tool_format import DEFAULT_TOOL_FORMAT, ToolFormat
 
 Provider = Literal["bedrock", "openai", "ollama", "local"]
@@ -32,10 +33,6 @@ _MODEL_HELP = (
     "set SOPGRAPH_MODEL (or `model` in sopgraph.toml) to `bedrock:<model id>`, "
     "`openai:<name>` with SOPGRAPH_BASE_URL, `ollama:<name>`, `local` or `local:smollm2`"
 )
-
-
-class SettingsError(ValueError):
-    """A setting a user can fix; its message is one line: what, where, how to fix."""
 
 
 class Settings(BaseSettings):
@@ -176,7 +173,7 @@ class Settings(BaseSettings):
                     "http://127.0.0.1:8000/v1, or OPENAI_API_KEY for api.openai.com"
                 )
         elif provider == "local":
-            from sopgraph.nodes.local_llm import ensure_installed, local_model
+            from sopgraph.nodes.local_models import ensure_installed, local_model
 
             local_model(name)  # an unknown name is a SettingsError
             replaying = os.environ.get("SOPGRAPH_CASSETTE") and (

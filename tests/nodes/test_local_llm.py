@@ -13,14 +13,12 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from sopgraph.nodes.local_llm import (
+from sopgraph.nodes.local_llm import LocalModelError, LocalModelServer, shared_server
+from sopgraph.nodes.local_models import (
     LOCAL_MODELS,
-    LocalModelError,
-    LocalModelServer,
     LocalModelUnavailable,
     ensure_installed,
     find_gguf,
-    shared_server,
 )
 from sopgraph.nodes.models import chat_model, dspy_lm
 from sopgraph.nodes.settings import Settings

@@ -13,7 +13,8 @@ import pytest
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
 from sopgraph.evals.model_paths import eval_router, load_cases
-from sopgraph.nodes.local_llm import LocalModelUnavailable, ensure_installed, shared_server
+from sopgraph.nodes.local_llm import shared_server
+from sopgraph.nodes.local_models import LocalModelUnavailable, ensure_installed
 from sopgraph.nodes.model_file import ModelFileError, verified_path
 from sopgraph.nodes.models import dspy_lm
 from sopgraph.nodes.router import DSPyRouter

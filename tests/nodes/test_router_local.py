@@ -14,7 +14,8 @@ from sop_factory import make_sop
 
 from sopgraph.graphs.runner import Session
 from sopgraph.nodes.judge import JudgeExecutor
-from sopgraph.nodes.local_llm import LocalModelUnavailable, ensure_installed, shared_server
+from sopgraph.nodes.local_llm import shared_server
+from sopgraph.nodes.local_models import LocalModelUnavailable, ensure_installed
 from sopgraph.nodes.models import chat_model, dspy_lm
 from sopgraph.nodes.router import FunctionCallingRouter
 from sopgraph.nodes.settings import Settings
