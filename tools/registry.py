@@ -29,7 +29,6 @@ from pathlib import Path
 
 import yaml
 
-from sopgraph.tools.contract import ContractError, ToolFn, load_run
 from sopgraph.tools.manifest import (
     Manifest,
     ManifestFile,
@@ -39,27 +38,30 @@ from sopgraph.tools.manifest import (
     atomic_write,
     sha256_of,
 )
+from sopgraph.tools.registry_errors import (
+    RegistryError,
+    ToolIntegrityError,
+    ToolLoadError,
+    ToolMissing,
+)
+from sopgraph.tools.tool_file import LoadedTool, load_tool, verified_source
+
+# The registry's public face; its errors and the loaded tool are defined below it.
+__all__ = [
+    "MANIFEST",
+    "LoadedTool",
+    "Registry",
+    "RegistryError",
+    "ToolEntry",
+    "ToolIntegrityError",
+    "ToolLoadError",
+    "ToolMissing",
+    "VersionInfo",
+]
 
 MANIFEST = "manifest.json"
 _NODE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _VERSION_FILE = re.compile(r"^v(\d+)\.(?:py|make\.json)$")
-
-
-class RegistryError(Exception):
-    """A registry problem the user can fix; ``str()`` is one line (what, where, how to fix)."""
-
-
-class ToolMissing(RegistryError):
-    """The node has no usable tool: no manifest entry, no active version, or no file."""
-
-
-class ToolLoadError(ToolMissing):
-    """The tool file exists and is intact but cannot be used: it fails to import or breaks the
-    contract (``tools/contract.py``: ``async def run(input, ctx)``)."""
-
-
-class ToolIntegrityError(RegistryError):
-    """A tool file's sha256 differs from the manifest (edited after it was registered)."""
 
 
 @dataclass(frozen=True)
@@ -88,18 +90,6 @@ class ToolEntry:
 
     def version(self, n: int) -> VersionInfo | None:
         return next((v for v in self.versions if v.version == n), None)
-
-
-@dataclass(frozen=True)
-class LoadedTool:
-    """An active tool, checked and imported; ``fn`` is the module's ``run``."""
-
-    node_id: str
-    version: int
-    sha256: str
-    author: str
-    path: Path
-    fn: ToolFn  # checked against the contract once, at load: ``await fn(input, ctx)``
 
 
 def _check_author(author: str) -> None:
@@ -158,16 +148,20 @@ class Registry:
                     f"node '{node_id}' activates v{entry.active}, which is not registered in "
                     f"{self.manifest_path}; promote a registered version"
                 )
-            key = (node_id, entry.active, info.sha256)
-            tool = self._loaded.get(key)
-            if tool is None:
-                path = self.path_of(node_id, entry.active)
-                source = self._verified_source(path, info.sha256)
-                fn = self._load_run(node_id, entry.active, info.sha256, path, source)
-                tool = LoadedTool(node_id, entry.active, info.sha256, info.author, path, fn)
-                self._loaded[key] = tool
+            tool = self._load(node_id, entry.active, info.sha256, info.author)
             self._active[node_id] = (manifest, tool)
             return tool
+
+    def load(self, node_id: str, info: VersionInfo) -> LoadedTool:
+        """A registered version of the node's tool, active or not (a shadow candidate, say).
+
+        Raises:
+            ToolMissing: the file is missing.
+            ToolIntegrityError: the file differs from ``info.sha256``.
+            ToolLoadError: the file fails to import or breaks the contract.
+        """
+        with self._lock:
+            return self._load(node_id, info.version, info.sha256, info.author)
 
     def has(self, node_id: str) -> bool:
         """Whether the node has an active version whose file exists (integrity not checked)."""
@@ -264,7 +258,7 @@ class Registry:
                     f"node '{node_id}' has no v{version} (registered: {known}); "
                     "pick one of the registered versions"
                 )
-            self._verified_source(self.path_of(node_id, version), info.sha256)
+            verified_source(self.path_of(node_id, version), info.sha256)
             tool.activate(version)
 
     def revert(self, node_id: str) -> int:
@@ -283,7 +277,7 @@ class Registry:
                     f"node '{node_id}': earlier version v{previous} is no longer registered; "
                     "use `sopgraph tools promote` instead"
                 )
-            self._verified_source(self.path_of(node_id, previous), info.sha256)
+            verified_source(self.path_of(node_id, previous), info.sha256)
             tool.history.pop()
             tool.active = previous
             return previous
@@ -325,6 +319,16 @@ class Registry:
                     info.sha256 = sha256_of(path)
 
     # -- internals -----------------------------------------------------------------------
+
+    def _load(self, node_id: str, version: int, sha256: str, author: str) -> LoadedTool:
+        """The version verified and imported, once per (node, version, sha256)."""
+        key = (node_id, version, sha256)
+        tool = self._loaded.get(key)
+        if tool is None:
+            path = self.path_of(node_id, version)
+            tool = load_tool(self.lib_dir, node_id, version, sha256, author, path)
+            self._loaded[key] = tool
+        return tool
 
     def _tool(self, m: Manifest, node_id: str) -> ManifestTool:
         tool = m.tools.get(node_id)
@@ -376,32 +380,6 @@ class Registry:
                 yield m
         except ManifestInvalid as exc:
             raise RegistryError(str(exc)) from None
-
-    @staticmethod
-    def _verified_source(path: Path, expected: str) -> bytes:
-        try:
-            source = path.read_bytes()
-        except FileNotFoundError:
-            raise ToolMissing(
-                f"tool file {path} is missing; restore it or `sopgraph tools remove` the node"
-            ) from None
-        actual = hashlib.sha256(source).hexdigest()
-        if actual != expected:
-            raise ToolIntegrityError(
-                f"{path}: sha256 {actual[:12]} differs from the manifest's {expected[:12]}; "
-                "if the edit is intended run `sopgraph tools rehash` (or register it as a "
-                "new version and promote it), else restore the file"
-            )
-        return source
-
-    def _load_run(self, node_id: str, version: int, sha: str, path: Path, source: bytes) -> ToolFn:
-        # Unique per library, node, version and content, so two SOPs' tools never collide.
-        lib = hashlib.sha256(str(self.lib_dir.resolve()).encode()).hexdigest()[:8]
-        safe_id = re.sub(r"\W", "_", node_id)
-        try:
-            return load_run(f"_sopgraph_tool_{lib}_{safe_id}_v{version}_{sha[:12]}", path, source)
-        except ContractError as exc:
-            raise ToolLoadError(str(exc)) from exc.__cause__
 
 
 def _check_node_id(node_id: str) -> None:

@@ -50,9 +50,7 @@ class Shadow:
             info = registry.entry(node_id).version(version)
             if info is None:
                 raise RegistryError(f"shadow: node '{node_id}' has no registered v{version}")
-            path = registry.path_of(node_id, version)
-            source = registry._verified_source(path, info.sha256)
-            self.fns[node_id] = registry._load_run(node_id, version, info.sha256, path, source)
+            self.fns[node_id] = registry.load(node_id, info).fn
         self.active = {n: registry.entry(n).active for n in candidates}
         self.calls = 0
 

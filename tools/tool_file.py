@@ -1,0 +1,72 @@
+"""A registered tool version's file made runnable: read, checked against the sha256 the manifest
+recorded, and imported under the contract (``tools/contract.py``).
+
+The bytes that were hashed are the bytes imported, so a file edited between the check and the
+import can never run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from sopgraph.tools.contract import ContractError, ToolFn, load_run
+from sopgraph.tools.registry_errors import ToolIntegrityError, ToolLoadError, ToolMissing
+
+
+@dataclass(frozen=True)
+class LoadedTool:
+    """An active tool, checked and imported; ``fn`` is the module's ``run``."""
+
+    node_id: str
+    version: int
+    sha256: str
+    author: str
+    path: Path
+    fn: ToolFn  # checked against the contract once, at load: ``await fn(input, ctx)``
+
+
+def verified_source(path: Path, expected: str) -> bytes:
+    """The file's bytes, once their sha256 is ``expected``.
+
+    Raises:
+        ToolMissing: the file is missing.
+        ToolIntegrityError: the file differs from the manifest's sha256.
+    """
+    try:
+        source = path.read_bytes()
+    except FileNotFoundError:
+        raise ToolMissing(
+            f"tool file {path} is missing; restore it or `sopgraph tools remove` the node"
+        ) from None
+    actual = hashlib.sha256(source).hexdigest()
+    if actual != expected:
+        raise ToolIntegrityError(
+            f"{path}: sha256 {actual[:12]} differs from the manifest's {expected[:12]}; "
+            "if the edit is intended run `sopgraph tools rehash` (or register it as a "
+            "new version and promote it), else restore the file"
+        )
+    return source
+
+
+def load_tool(
+    lib_dir: Path, node_id: str, version: int, sha256: str, author: str, path: Path
+) -> LoadedTool:
+    """The version at ``path`` of the library ``lib_dir``, verified and imported.
+
+    Raises:
+        ToolMissing: the file is missing.
+        ToolIntegrityError: the file differs from ``sha256``.
+        ToolLoadError: the file fails to import or breaks the contract.
+    """
+    source = verified_source(path, sha256)
+    # Unique per library, node, version and content, so two SOPs' tools never collide.
+    lib = hashlib.sha256(str(lib_dir.resolve()).encode()).hexdigest()[:8]
+    safe_id = re.sub(r"\W", "_", node_id)
+    try:
+        fn = load_run(f"_sopgraph_tool_{lib}_{safe_id}_v{version}_{sha256[:12]}", path, source)
+    except ContractError as exc:
+        raise ToolLoadError(str(exc)) from exc.__cause__
+    return LoadedTool(node_id, version, sha256, author, path, fn)
