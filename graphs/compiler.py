@@ -20,27 +20,18 @@ from sopgraph.graphs.input_schema import (
     graph_input_typeddict,
     validate_run_input,
 )
+from sopgraph.graphs.journal import durable
 from sopgraph.graphs.model import Node, Sop, Verdict
 from sopgraph.graphs.routing import fired_children, unmatched_reason
+from sopgraph.graphs.run_spans import node_span, record_action, record_outcome
 from sopgraph.graphs.services import Services
 from sopgraph.graphs.state import RunState
-from sopgraph.graphs.telemetry import node_span, record_action, record_outcome
 from sopgraph.graphs.topology import nodes_in_cycles, parents_of, reachable
 from sopgraph.nodes.action import decide_approval
 from sopgraph.nodes.executor import ExecutorChain, Unavailable
 from sopgraph.nodes.tool_node import ToolExecutor
 
 APPROVAL_POLICIES = ("ask", "approve", "reject")
-# the configurable key of a continued run's journaled node results, by ``journal_key``
-REPLAY = "sopgraph_replay"
-
-
-def journal_key(config: RunnableConfig) -> tuple[int, str]:
-    """A node task's place in its run: the superstep and the task's path of node names
-    (LangGraph's checkpoint namespace without its task ids, which differ on a continuation)."""
-    meta = config.get("metadata") or {}
-    ns = str(meta.get("langgraph_checkpoint_ns", ""))
-    return int(meta.get("langgraph_step", 0)), "|".join(p.split(":")[0] for p in ns.split("|"))
 
 
 def _takes_nodes(router: Any) -> bool:
@@ -59,7 +50,8 @@ def _verdict_fields(v: Verdict) -> dict[str, Any]:
 
 
 class _NodeRunner:
-    """The LangGraph node function for one SOP node."""
+    """The LangGraph node function for one SOP node: it decides the node, nothing else (what
+    a store needs to make the run outlast a kill wraps it: ``compile_sop``)."""
 
     def __init__(self, node: Node, services: Services, parents: list[str], in_cycle: bool):
         self.node = node
@@ -78,31 +70,12 @@ class _NodeRunner:
             return Command(update={"trail": [step], "bounded": {node.id: reason}}, goto=[])
         if visits and not self.in_cycle:
             return Command(goto=[])  # already decided when another parent reached it
-        conf = config.get("configurable") or {}
-        run_id = str(conf.get("thread_id", ""))
-        journal = self.services.journal
-        if journal is not None:
-            key = journal_key(config)
-            replay = conf.get(REPLAY)
-            if replay is not None and key in replay:  # a continued run: this node had finished
-                return Command(**replay[key])
-            await journal.asettle(run_id)  # the results this node follows are on file
+        run_id = str((config.get("configurable") or {}).get("thread_id", ""))
         ctx = self.services.context(node, state, run_id, self.parents)
-        in_flight = self.services.in_flight
-        in_flight[run_id] += 1
-        try:
-            with node_span(node.id, node.kind) as span:
-                if node.is_action:
-                    command = await self._action(ctx, config, span)
-                else:
-                    command = await self._decide(ctx, span)
-        finally:
-            in_flight[run_id] -= 1
-            if not in_flight[run_id]:
-                del in_flight[run_id]
-        if journal is not None:  # on file before the run's next node starts
-            journal.journal_node(run_id, *key, {"update": command.update, "goto": command.goto})
-        return command
+        with node_span(node.id, node.kind) as span:
+            if node.is_action:
+                return await self._action(ctx, config, span)
+            return await self._decide(ctx, span)
 
     async def _decide(self, ctx, span) -> Command:
         node = self.node
@@ -264,9 +237,9 @@ def compile_sop(
         if nid not in keep:
             continue
         dests = tuple(node.next.children()) or (END,)
-        builder.add_node(
-            nid, _NodeRunner(node, services, parents[nid], nid in cyclic), destinations=dests
-        )
+        # the saver's durability (if it tracks nodes) wraps the node: the node only decides
+        run = durable(_NodeRunner(node, services, parents[nid], nid in cyclic), checkpointer)
+        builder.add_node(nid, run, destinations=dests)
 
     if entries is None:
         entries = list(dict.fromkeys(n for ids in sop.entry.values() for n in ids))

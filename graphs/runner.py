@@ -3,7 +3,7 @@
 A run that was killed resumes on the same thread id without re-running the nodes that had
 completed. With SQLite checkpoints (the default) each node's result is journaled before the next
 node starts and LangGraph checkpoints when the invocation ends or pauses; a continued run gives
-the journaled results back instead of running those nodes (``graphs/sqlite_saver.py``). Other
+the journaled results back instead of running those nodes (``graphs/journal.py``). Other
 stores (Postgres) are checkpointed every superstep (``durability="sync"``).
 """
 
@@ -12,21 +12,32 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack, nullcontext
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.types import Command
-from pydantic import BaseModel, Field, computed_field
 
-from sopgraph.graphs.compiler import APPROVAL_POLICIES, REPLAY, compile_sop
+from sopgraph.graphs.checkpointers import (
+    checkpoint_id,
+    hold_log_rows,
+    open_checkpointer,
+    track_nodes,
+)
+from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop
 from sopgraph.graphs.input_schema import InputError, entry_nodes, validate_run_input
+from sopgraph.graphs.journal import REPLAY
 from sopgraph.graphs.loader import load_sop
-from sopgraph.graphs.model import Sop, Verdict
+from sopgraph.graphs.model import Sop
+from sopgraph.graphs.resume import (
+    check_answer,
+    continues_killed_resume,
+    killed_resume_error,
+    within_policy,
+)
+from sopgraph.graphs.run_result import RunResult, build_result
+from sopgraph.graphs.run_spans import current_traceparent, record_run, workflow_span
 from sopgraph.graphs.services import Services
-from sopgraph.graphs.telemetry import current_traceparent, record_run, workflow_span
-from sopgraph.graphs.untrusted_text import serialisable
-from sopgraph.nodes.action import DecisionError, decide_approval
 from sopgraph.nodes.architectures import executors_for
 from sopgraph.nodes.executor import ExecutorChain
 from sopgraph.nodes.mcp_client import McpPool, home_dir, load_server_configs
@@ -38,8 +49,6 @@ from sopgraph.tools.registry import Registry
 # Called once per executed node with the node id and its state update (``on_step``).
 StepCallback = Callable[[str, dict[str, Any]], Awaitable[None]]
 
-
-RunStatus = Literal["done", "interrupted", "unresolved", "unmatched", "bounded"]
 # The CLI's exit code per status (README, `sopgraph --help`); 2 is a mistake in the input.
 EXIT_CODES: dict[str, int] = {
     "done": 0,
@@ -48,54 +57,6 @@ EXIT_CODES: dict[str, int] = {
     "unmatched": 3,
     "bounded": 4,
 }
-
-
-class RunResult(BaseModel):
-    """The outcome of a run (or of the part that ran before an interrupt).
-
-    ``status``: ``interrupted`` (a gated action waits), else ``unresolved`` (a node no executor
-    could decide), ``unmatched`` (a verdict matched none of a node's ``next.when`` branches),
-    ``bounded`` (a loop ran out of ``max_visits`` without taking its exit), else ``done``.
-    """
-
-    thread_id: str
-    sop_id: str
-    status: RunStatus
-    input: dict[str, Any] = Field(default_factory=dict)
-    verdicts: dict[str, Verdict] = Field(default_factory=dict)
-    path: list[str] = Field(default_factory=list)
-    actions: list[dict[str, Any]] = Field(default_factory=list)
-    trail: list[dict[str, Any]] = Field(default_factory=list)
-    unresolved: dict[str, str] = Field(default_factory=dict)
-    unmatched: dict[str, str] = Field(default_factory=dict)
-    bounded: dict[str, str] = Field(default_factory=dict)
-    interrupts: list[dict[str, Any]] = Field(default_factory=list)
-    resumed: bool = False
-    stored: bool = False  # the thread had already finished or paused: nothing was run now
-
-    @property
-    def interrupt(self) -> dict[str, Any] | None:
-        return self.interrupts[0] if self.interrupts else None
-
-    @computed_field
-    @property
-    def tokens(self) -> dict[str, int]:
-        """LLM tokens the run spent (sub-agents, failed attempts and routers), from the trail."""
-        return run_tokens(self.trail)
-
-
-def run_tokens(trail: list[dict[str, Any]]) -> dict[str, int]:
-    """Sum ``input_tokens``/``output_tokens`` of every step's ``detail``, its attempts' and its
-    router's (``route``)."""
-    n_in = n_out = 0
-    for step in trail:
-        details = [step.get("detail"), step.get("route")]
-        details += [a.get("detail") for a in step.get("attempts") or []]
-        for detail in details:
-            if isinstance(detail, dict):
-                n_in += int(detail.get("input_tokens") or 0)
-                n_out += int(detail.get("output_tokens") or 0)
-    return {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
 
 
 def default_router(model: Any) -> Any:
@@ -126,18 +87,6 @@ def new_thread_id() -> str:
     index) append near the end of their B-trees instead of writing pages all over the file.
     """
     return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
-
-
-LOG_HOLD_S = 0.1  # in-memory runs: the longest an invocation row waits for its group commit
-# How far each approval policy lets gated actions go. A run continued by another process never
-# goes further than that process's own policy, whatever the run was started with.
-_REACH = {"reject": 0, "ask": 1, "approve": 2}
-
-
-def within_policy(recorded: str | None, policy: str) -> str:
-    """``recorded`` (a run's approval policy) unless it reaches further than ``policy``."""
-    recorded = recorded or "ask"
-    return recorded if _REACH.get(recorded, 2) <= _REACH[policy] else policy
 
 
 def default_checkpoint_path() -> Path:
@@ -203,12 +152,11 @@ class Session:
         self._entry_graphs: dict[tuple[str, ...], Any] = {}  # new runs, by entry nodes
 
     async def __aenter__(self) -> Session:
-        saver = await self._stack.enter_async_context(open_checkpointer(self.checkpoint))
-        self._hold_log_rows(saver)
-        if hasattr(saver, "in_flight"):  # LoopSqliteSaver: see its aput_writes
-            saver.in_flight = self.services.in_flight
-            if self.use_journal:
-                self.journal = self.services.journal = saver
+        spec = self.checkpoint if self.checkpoint is not None else default_checkpoint_path()
+        saver = await self._stack.enter_async_context(open_checkpointer(spec))
+        if hold_log_rows(saver, self.log):  # the rows held are written when the session ends
+            self._stack.callback(self.log.flush)
+        self.journal = track_nodes(saver, self.use_journal)  # before compiling: see journal.py
         self.graph = compile_sop(self.sop, self.services, checkpointer=saver)
         if self.pool is not None and self.pool.servers:
             await self.pool.start()
@@ -217,27 +165,6 @@ class Session:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()
-
-    def _hold_log_rows(self, saver: Any) -> None:
-        """Write the invocation rows in one commit for many calls instead of one per call.
-
-        A SQLite checkpoint first writes the rows held so far, so a run killed and resumed finds
-        the row of every node it does not repeat. In memory nothing outlives the process: rows
-        wait up to ``LOG_HOLD_S`` and go in one commit with other runs' rows (and always before
-        the session ends or the log is read). Other stores (Postgres) keep one commit a call.
-        """
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        from sopgraph.graphs.sqlite_saver import LoopSqliteSaver
-
-        if isinstance(saver, LoopSqliteSaver):
-            saver.before_write = self.log.flush
-            self.log.defer()
-        elif isinstance(saver, InMemorySaver):
-            self.log.defer(hold_s=LOG_HOLD_S)
-        else:
-            return
-        self._stack.callback(self.log.flush)
 
     def _config(
         self, thread_id: str, approval: str | None = None, approver: str | None = None
@@ -330,43 +257,15 @@ class Session:
         # gated actions of this resume pause for their own answer.
         config = self._config(thread_id, "ask")
         snapshot = await self.graph.aget_state(config)
-        if not snapshot.values:
-            raise InputError(f"no run with thread id {thread_id!r}; start one with `sopgraph run`")
-        if not snapshot.interrupts:
-            state = "has finished" if not snapshot.next else "is not paused at a gated action"
-            raise InputError(
-                f"run {thread_id!r} {state}: it is not waiting for a decision, "
-                "so there is nothing to approve or reject"
-            )
-        try:
-            approves = decide_approval(decision)
-        except DecisionError as exc:
-            raise InputError(str(exc)) from None
-        if approves and policy == "reject":
-            raise InputError(
-                f"run {thread_id!r} cannot be approved here: the approval policy is 'reject', "
-                "which executes no gated action; answer 'reject', or resume it where "
-                "approving is allowed"
-            )
-        ids = [i.id for i in snapshot.interrupts]
-        if interrupt_id is not None:
-            if interrupt_id not in ids:
-                raise InputError(f"run {thread_id!r} has no pending interrupt {interrupt_id!r}")
-            ids = [interrupt_id]
+        ids = check_answer(thread_id, snapshot, decision, interrupt_id, policy)
         answer = {"decision": decision, "by": approver} if approver else decision
         killed = self._killed_invocation(thread_id, snapshot)
         if killed is not None:  # answered before, and that resume was killed
-            if killed.kind == "resume" and all(
-                decide_approval(a) == decide_approval(decision) for a in killed.payload.values()
-            ):
+            if continues_killed_resume(killed, decision):
                 return await self._continue_journaled(
                     thread_id, killed, on_step, snapshot, policy, approver
                 )
-            raise InputError(
-                f"run {thread_id!r} was already answered and continued by a process that "
-                f"was stopped; finish it with `sopgraph run --thread {thread_id}` (or "
-                "run_sop with its thread id), which repeats no finished node"
-            )
+            raise killed_resume_error(thread_id)
         resume = Command(resume={i: answer for i in ids})
         return await self._invoke(resume, config, on_step, "resume", snapshot)
 
@@ -386,7 +285,7 @@ class Session:
         approver: str | None,
     ) -> RunResult:
         """Run a killed invocation again as it was recorded; each node it had finished gives
-        back its journaled result instead of running (``graphs.compiler.REPLAY``).
+        back its journaled result instead of running (``graphs.journal.REPLAY``).
 
         Within this process's ``policy``: a recorded policy that reaches further is cut down
         to it, recorded with ``approver`` (under ``reject`` a gated action that had not run is
@@ -397,12 +296,7 @@ class Session:
         who = conf.get("approver") if allowed == conf.get("approval") else approver
         config = self._config(thread_id, allowed, who)
         config["configurable"][REPLAY] = self.journal.journaled_nodes(thread_id)
-        payload = killed.payload
-        if killed.kind == "start":
-            payload = {"input": payload}
-        elif killed.kind == "resume":
-            payload = Command(resume=payload)
-        return await self._invoke(payload, config, on_step, "continue", snapshot)
+        return await self._invoke(killed.graph_input(), config, on_step, "continue", snapshot)
 
     async def _invoke(
         self,
@@ -419,13 +313,8 @@ class Session:
         """
         thread_id = config["configurable"]["thread_id"]
         if self.journal is not None and REPLAY not in config["configurable"]:
-            kind, recorded = "continue", None
-            if isinstance(payload, dict):
-                kind, recorded = "start", payload["input"]
-            elif isinstance(payload, Command):
-                kind, recorded = "resume", payload.resume
             self.journal.journal_invocation(
-                thread_id, checkpoint_id(snapshot), kind, recorded, config["configurable"]
+                thread_id, checkpoint_id(snapshot), payload, config["configurable"]
             )
         previous = ((snapshot.metadata or {}) if snapshot else {}).get("traceparent")
         with workflow_span(self.sop.id, thread_id, invocation, previous) as span:
@@ -456,79 +345,7 @@ class Session:
         else:
             values = dict(final)
             pending = values.pop("__interrupt__", ())
-        # Models and MCP servers wrote much of this: a lone surrogate must not stop the result
-        # from serialising (`--json`, the MCP server's replies).
-        values = serialisable(values)
-        interrupts = serialisable(
-            [
-                {"id": i.id, **(i.value if isinstance(i.value, dict) else {"value": i.value})}
-                for i in pending
-            ]
-        )
-        unresolved = values.get("unresolved") or {}
-        unmatched, bounded = values.get("unmatched") or {}, values.get("bounded") or {}
-        status = next(
-            (name for name, hit in (
-                ("interrupted", interrupts), ("unresolved", unresolved),
-                ("unmatched", unmatched), ("bounded", bounded),
-            ) if hit),
-            "done",
-        )  # fmt: skip
-        trail = values.get("trail") or []
-        return RunResult(
-            thread_id=thread_id,
-            sop_id=self.sop.id,
-            status=status,
-            input=values.get("input") or {},
-            verdicts=values.get("verdicts") or {},
-            path=[s["node"] for s in trail if s.get("status") not in ("bound",)],
-            actions=values.get("actions") or [],
-            trail=trail,
-            unresolved=unresolved,
-            unmatched=unmatched,
-            bounded=bounded,
-            interrupts=interrupts,
-            resumed=resumed,
-            stored=stored,
-        )
-
-
-def checkpoint_id(snapshot: Any) -> str:
-    """The id of the checkpoint a ``StateSnapshot`` shows ("" for none, or no snapshot)."""
-    if snapshot is None:
-        return ""
-    return str((snapshot.config or {}).get("configurable", {}).get("checkpoint_id") or "")
-
-
-def open_checkpointer(spec: str | Path | None):
-    """An async context manager yielding a checkpointer: a SQLite file (default), ``postgres://``,
-    or ``memory`` (nothing persisted: batch evaluation and benchmarks)."""
-    if str(spec) == "memory":
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        return nullcontext(InMemorySaver())
-    if spec is not None and str(spec).startswith(("postgres://", "postgresql://")):
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-        return _postgres(AsyncPostgresSaver, str(spec))
-    from sopgraph.graphs.sqlite_saver import open_sqlite_saver
-
-    path = Path(spec) if spec else default_checkpoint_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return open_sqlite_saver(str(path))
-
-
-class _postgres:
-    def __init__(self, cls: Any, dsn: str):
-        self.cm = cls.from_conn_string(dsn)
-
-    async def __aenter__(self):
-        saver = await self.cm.__aenter__()
-        await saver.setup()
-        return saver
-
-    async def __aexit__(self, *exc: object):
-        return await self.cm.__aexit__(*exc)
+        return build_result(thread_id, self.sop.id, values, pending, resumed=resumed, stored=stored)
 
 
 async def run_sop(

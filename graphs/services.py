@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,12 +38,6 @@ class Services:
     mcp: Any = None  # nodes.mcp_client.McpPool
     router: Router | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    # SOP nodes running now, per thread: a durable checkpointer commits a finished node's
-    # writes at once only while another node of its run still runs (graphs/sqlite_saver.py)
-    in_flight: Counter[str] = field(default_factory=Counter)
-    # a durable store's node journal (graphs/sqlite_saver.py): each node's result is on file
-    # before the next node starts, and given back instead of running it when a run continues
-    journal: Any = None
 
     def context(
         self, node: Node, state: dict[str, Any], run_id: str, parents: list[str]

@@ -7,10 +7,11 @@ event loop less. Same tables and format: either saver reads what the other wrote
 
 A finished task's writes are held and committed with the superstep's checkpoint, which in a
 chain of nodes follows at once: one commit per superstep instead of two (and one invocation-log
-commit instead of two). A node whose sibling still runs (``Services.in_flight`` counts the
-running nodes of each thread) has its writes committed within ``HOLD_S``, so a run killed
-while the sibling runs resumes without repeating it; other writes wait at most ``STEP_END_S``
-for their checkpoint, and LangGraph starts no node of the run before that checkpoint.
+commit instead of two). A node whose sibling still runs (``in_flight``: the running nodes of
+each thread, counted by ``journal.DurableNode``) has its writes committed within ``HOLD_S``, so
+a run killed while the sibling runs resumes without repeating it; other writes wait at most
+``STEP_END_S`` for their checkpoint, and LangGraph starts no node of the run before that
+checkpoint.
 
 A checkpoint waits for the event loop's next turn, so the runs that end a superstep in the same
 turn share one commit (and one invocation-log flush); each run's ``aput`` returns only once its
@@ -22,26 +23,15 @@ are half a superstep's SQLite work. What is lost is their copy in the history: a
 checkpoint's ``StateSnapshot.tasks`` shows no ``result`` (LangGraph's ``durability="exit"``
 keeps none either). Interrupts, errors, resumes and Command updates are always stored.
 
-The journal: a ``Session`` drives runs with ``durability="exit"`` (LangGraph checkpoints once,
-when the invocation ends or pauses) and records instead what a resume needs: each invocation's
-payload (``journal_invocation``) and each node's result (``journal_node``), committed before the
-run's next node starts (``asettle`` waits for it), with the checkpoint, or within ``HOLD_S``,
-whichever comes first; the rows of all the runs that finished a node in one event-loop turn
-share one commit. The rows stay with their thread (``delete_thread`` removes them). A run
-killed before its checkpoint is continued by running the invocation again with the recorded
-results given back in place of running those nodes (``graphs.compiler``). LangGraph's
-per-superstep checkpoint (the copy of every channel, the blob and its row) is the cost this
-saves.
+The node journal (``graphs/journal.py``) is this saver's too: its rows go in the same commits.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, closing, contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -54,25 +44,18 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from sopgraph.graphs.journal import JOURNAL_SQL, JOURNAL_TABLES, NodeJournal
 from sopgraph.graphs.sqlite_wal import WalCheckpoints, use_wal
 
 BUSY_TIMEOUT_S = 30.0  # workers sharing the file wait for each other's commits
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # LangGraph's, for writes no node made
-JOURNAL_SQL = """
-CREATE TABLE IF NOT EXISTS sopgraph_invocations (
-    thread_id TEXT NOT NULL, parent TEXT NOT NULL, kind TEXT NOT NULL,
-    type TEXT, payload BLOB, configurable TEXT NOT NULL, PRIMARY KEY (thread_id, parent));
-CREATE TABLE IF NOT EXISTS sopgraph_nodes (
-    thread_id TEXT NOT NULL, step INTEGER NOT NULL, task TEXT NOT NULL,
-    type TEXT, value BLOB, PRIMARY KEY (thread_id, step, task));
-"""
 # the longest a finished node's writes wait while another node of its run runs, and the longest
 # a journal row waits for its commit
 HOLD_S = 0.002
 STEP_END_S = 0.05  # the longest they wait for their superstep's checkpoint otherwise
 
 
-class LoopSqliteSaver(SqliteSaver):
+class LoopSqliteSaver(NodeJournal, SqliteSaver):
     """``SqliteSaver`` whose async methods run the sync ones inline, in shared commits.
 
     ``aput_writes`` holds a task's writes (as Python values, no open transaction: other
@@ -87,7 +70,8 @@ class LoopSqliteSaver(SqliteSaver):
     """
 
     before_write: Callable[[], None] | None = None
-    # thread -> nodes running now (Services.in_flight); None: every write waits at most HOLD_S
+    # thread -> nodes running now (counted by journal.DurableNode); None: every write waits at
+    # most HOLD_S
     in_flight: Mapping[str, int] | None = None
     wal: WalCheckpoints | None = None  # set by open_sqlite_saver
     _held: list[tuple[float, tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]]
@@ -96,15 +80,12 @@ class LoopSqliteSaver(SqliteSaver):
     _timer_at = 0.0
     _soon: asyncio.Handle | None = None  # the commit of held checkpoints, on the next turn
     _batch = False  # inside write_held: the cursors leave the commit to it
-    _journal: list[tuple[str, tuple[Any, ...]]]  # rows for the next commit: (statement, row)
-    _settling: list[asyncio.Future[None]]  # runs waiting for that commit (asettle)
 
     def __init__(self, conn: sqlite3.Connection, **kw: Any):
         super().__init__(conn, **kw)
         self._held = []
         self._puts = []
-        self._journal = []
-        self._settling = []
+        self._init_journal()
 
     def setup(self) -> None:
         if not self.is_setup:  # the caller (SqliteSaver.cursor) may hold self.lock
@@ -130,8 +111,7 @@ class LoopSqliteSaver(SqliteSaver):
         self._timer = self._soon = None
         held, self._held = self._held, []
         puts, self._puts = self._puts, []
-        journal, self._journal = self._journal, []
-        settling, self._settling = self._settling, []
+        journal, settling = self._take_journal()
         if due_only:
             held = self._keep_undue(held, {a[0]["configurable"]["thread_id"] for a, _ in puts})
         if not held and not puts and not journal:
@@ -157,16 +137,12 @@ class LoopSqliteSaver(SqliteSaver):
                 self.conn.commit()
         except BaseException as exc:
             self._held[:0] = held  # kept for the next commit to try again
-            self._journal[:0] = journal
-            for fut in [f for _, f in puts] + settling:
-                if not fut.done():
-                    fut.set_exception(exc)
+            self._restore_journal(journal)
+            self._settled([f for _, f in puts] + settling, exc)
             raise
         if self.wal is not None:
             self.wal.committed()
-        for fut in settling:
-            if not fut.done():
-                fut.set_result(None)
+        self._settled(settling)
         for (_, fut), config in zip(puts, saved, strict=True):
             if not fut.done():  # its run may have been cancelled meanwhile
                 fut.set_result(config)
@@ -198,7 +174,7 @@ class LoopSqliteSaver(SqliteSaver):
         thread = ((config or {}).get("configurable") or {}).get("thread_id")
         configs = [args[0] for _, args in self._held] + [args[0] for args, _ in self._puts]
         threads = [c["configurable"]["thread_id"] for c in configs]
-        threads += [row[0] for _, row in self._journal]  # a journal row starts with its thread
+        threads += self._journal_threads()
         if any(thread is None or t == thread for t in threads):
             self.write_held()
 
@@ -236,6 +212,9 @@ class LoopSqliteSaver(SqliteSaver):
         self._puts.append(((config, checkpoint, metadata, new_versions), saved))
         self._commit_soon(loop)
         return await saved
+
+    def _arm_hold(self) -> None:
+        self._arm(asyncio.get_running_loop().time() + HOLD_S)
 
     def _commit_soon(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._soon is None:  # the commit on the next turn takes the held writes too
@@ -276,83 +255,13 @@ class LoopSqliteSaver(SqliteSaver):
     def delete_thread(self, thread_id: str) -> None:
         super().delete_thread(thread_id)
         with self.lock, self.conn:
-            for table in ("sopgraph_invocations", "sopgraph_nodes"):
+            for table in JOURNAL_TABLES:
                 self.conn.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
-
-    # -- the journal (see the module's docstring) --------------------------------------------
-
-    def journal_invocation(
-        self, thread_id: str, parent: str, kind: str, payload: Any, configurable: dict[str, Any]
-    ) -> None:
-        """Record an invocation of ``thread_id`` from its checkpoint ``parent`` ("" for none):
-        ``kind`` start (``payload`` the input), resume (the answers) or continue; the
-        ``configurable`` JSON values it ran with. Committed with the first node's result; a
-        second invocation from the same checkpoint (a continuation) keeps the first record."""
-        conf = json.dumps({k: v for k, v in configurable.items() if k in JOURNAL_CONFIG})
-        row = (thread_id, parent, kind, *self.serde.dumps_typed(payload), conf)
-        self._journal.append((INSERT_INVOCATION, row))
-
-    def journal_node(self, thread_id: str, step: int, task: str, value: Any) -> None:
-        """Record a node's result at ``step`` (``task``: the node's path in the graph). It is
-        committed within ``HOLD_S``, with the thread's checkpoint, or when the run's next node
-        starts (``asettle``), whichever comes first: the rows of the runs that finished a node
-        meanwhile share that commit."""
-        row = (thread_id, step, task, *self.serde.dumps_typed(value))
-        self._journal.append((INSERT_NODE, row))
-        self._arm(asyncio.get_running_loop().time() + HOLD_S)
-
-    async def asettle(self, thread_id: str) -> None:
-        """Return once every journal row of ``thread_id`` is committed (a node of the run is
-        about to start: no node runs before the results it follows are on file)."""
-        if not any(row[0] == thread_id for _, row in self._journal):
-            return
-        loop = asyncio.get_running_loop()
-        done = loop.create_future()
-        self._settling.append(done)
-        self._commit_soon(loop)
-        await done
-
-    def unfinished_invocation(self, thread_id: str, parent: str) -> Invocation | None:
-        """The invocation of ``thread_id`` that started from checkpoint ``parent`` ("" for a
-        thread with none) and never wrote its own: a run killed before it ended or paused."""
-        self._write_held_for({"configurable": {"thread_id": thread_id}})
-        row = self.conn.execute(
-            "SELECT kind, type, payload, configurable FROM sopgraph_invocations "
-            "WHERE thread_id = ? AND parent = ?",
-            (thread_id, parent),
-        ).fetchone()
-        if row is None:
-            return None
-        kind, type_, payload, conf = row
-        return Invocation(kind, self.serde.loads_typed((type_, payload)), json.loads(conf))
-
-    def journaled_nodes(self, thread_id: str) -> dict[tuple[int, str], Any]:
-        """(step, task) -> the result ``journal_node`` recorded, for every node of the thread."""
-        self._write_held_for({"configurable": {"thread_id": thread_id}})
-        rows = self.conn.execute(
-            "SELECT step, task, type, value FROM sopgraph_nodes WHERE thread_id = ?", (thread_id,)
-        )
-        return {(step, task): self.serde.loads_typed((t, v)) for step, task, t, v in rows}
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, Any]:
         return self.get_delta_channel_history(config=config, channels=channels)
-
-
-# what an invocation's run config keeps for its continuation (Session._config)
-JOURNAL_CONFIG = ("approval", "approver")
-INSERT_INVOCATION = "INSERT OR IGNORE INTO sopgraph_invocations VALUES (?, ?, ?, ?, ?, ?)"
-INSERT_NODE = "INSERT OR REPLACE INTO sopgraph_nodes VALUES (?, ?, ?, ?, ?)"
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """A journaled invocation: ``kind`` start | resume | continue, its payload and config."""
-
-    kind: str
-    payload: Any
-    configurable: dict[str, Any]
 
 
 def superseded(writes: tuple[Any, ...], put: tuple[Any, ...]) -> bool:

@@ -10,6 +10,9 @@ through the traceparent kept in the checkpoint) and links to it; all share
 ``gen_ai.conversation.id`` (the thread id). Spans also carry OpenInference's span kind, and the
 roots its ``input.value``/``output.value``, which trace UIs such as Arize Phoenix show.
 
+This module turns tracing on and off and opens the spans executors and MCP clients need; the
+run's own spans (workflow and node) are in ``graphs/run_spans.py``.
+
 Tracing is off until ``setup_tracing`` runs; until then every helper returns one shared
 context that yields a non-recording span and touches nothing, so an untraced run pays a
 function call per span (no generator, no attributes).
@@ -36,7 +39,7 @@ TRACE_MODES: tuple[str, ...] = ("console", "otlp")
 _MAX_ATTR = 2000  # observed values can be whole query results; keep spans small
 
 _NOOP_TRACER = trace.NoOpTracer()
-_NO_SPAN: AbstractContextManager[Span] = nullcontext(trace.INVALID_SPAN)  # reusable, reentrant
+NO_SPAN: AbstractContextManager[Span] = nullcontext(trace.INVALID_SPAN)  # reusable, reentrant
 _provider: TracerProvider | None = None
 _tracer: trace.Tracer | None = None
 
@@ -137,7 +140,7 @@ def attr_value(value: Any) -> str | bool | int | float | None:
     return text if len(text) <= _MAX_ATTR else text[:_MAX_ATTR] + "…"
 
 
-def _set(span: Span, attrs: dict[str, Any]) -> None:
+def set_attributes(span: Span, attrs: dict[str, Any]) -> None:
     for key, value in attrs.items():
         value = attr_value(value)
         if value is not None:
@@ -151,7 +154,7 @@ def _error(span: Span, exc: BaseException) -> None:
     span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:500]))
 
 
-def _span(
+def as_current_span(
     name: str,
     kind: SpanKind,
     attrs: dict[str, Any],
@@ -164,7 +167,7 @@ def _span(
     ends with ``sopgraph.interrupted`` instead of an error status.
     """
     if _tracer is None:
-        return _NO_SPAN
+        return NO_SPAN
     return _live_span(_tracer, name, kind, attrs, links, parent)
 
 
@@ -185,7 +188,7 @@ def _live_span(
         record_exception=False,
         set_status_on_exception=False,
     ) as span:
-        _set(span, attrs)
+        set_attributes(span, attrs)
         try:
             yield span
         except BaseException as exc:
@@ -201,137 +204,11 @@ def _live_span(
 # --- one helper per span kind --------------------------------------------------------------
 
 
-def workflow_span(sop_id: str, thread_id: str, invocation: str, previous: str | None = None) -> Any:
-    """The root of one run invocation (``invocation``: start, continue, resume).
-
-    ``previous`` is the W3C traceparent of the invocation before it on the same thread: the
-    new root continues that trace as its child (and links to it).
-    """
-    links: list[Link] = []
-    parent: Context | None = None
-    if previous and _tracer is not None:
-        ctx = propagate.extract({"traceparent": previous})
-        before = trace.get_current_span(ctx).get_span_context()
-        if before.is_valid:
-            links.append(Link(before, {"sopgraph.link": "previous_invocation"}))
-            parent = ctx
-    return _span(
-        f"invoke_workflow {sop_id}",
-        SpanKind.INTERNAL,
-        {
-            "gen_ai.operation.name": "invoke_workflow",
-            "gen_ai.workflow.name": sop_id,
-            "gen_ai.conversation.id": thread_id,
-            "sopgraph.invocation": invocation,
-            "openinference.span.kind": "CHAIN",
-            "session.id": thread_id,  # OpenInference's name for the conversation
-        },
-        links,
-        parent,
-    )
-
-
-def record_run(span: Span, status: str, inp: dict[str, Any], path: Sequence[str]) -> None:
-    """What the invocation ended with: the run status and input, and the nodes executed so far
-    (also as OpenInference ``input.value``/``output.value``)."""
-    if not span.is_recording():
-        return
-    _set(
-        span,
-        {
-            "sopgraph.run.status": status,
-            "sopgraph.input.type": inp.get("type"),
-            "sopgraph.site": inp.get("site"),
-            "sopgraph.path.length": len(path),
-            "input.value": json.dumps(inp, default=str),
-            "input.mime_type": "application/json",
-            "output.value": json.dumps({"status": status, "path": list(path)}),
-            "output.mime_type": "application/json",
-        },
-    )
-
-
-def current_traceparent() -> str | None:
-    """The W3C traceparent of the current span (stored so that a later resume can link to it)."""
-    if _tracer is None:
-        return None
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier)
-    return carrier.get("traceparent")
-
-
-def node_span(node_id: str, kind: str) -> Any:
-    """The span of one SOP node, renamed ``execute_tool <tool>`` when a compiled tool decides it."""
-    if _tracer is None:
-        return _NO_SPAN
-    prefix = "sopgraph.action" if kind == "action" else "sopgraph.node"
-    return _span(
-        f"{prefix} {node_id}",
-        SpanKind.INTERNAL,
-        {
-            "sopgraph.node.id": node_id,
-            "sopgraph.node.kind": kind,
-            "openinference.span.kind": "CHAIN",
-        },
-    )
-
-
-def record_outcome(span: Span, tool_name: str, outcome: Any) -> None:
-    """A decision node's outcome (``nodes.executor.Outcome``): executor, version, verdict."""
-    if not span.is_recording():
-        return
-    if outcome.executor == "tool":
-        span.update_name(f"execute_tool {tool_name}")
-        _set(
-            span,
-            {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": tool_name,
-                "gen_ai.tool.type": "function",
-                "openinference.span.kind": "TOOL",
-                "tool.name": tool_name,
-            },
-        )
-    _set(
-        span, {"sopgraph.executor": outcome.executor, "sopgraph.tool.version": outcome.tool_version}
-    )
-    verdict = outcome.verdict
-    if verdict is None:
-        span.set_status(Status(StatusCode.ERROR, (outcome.error or "unresolved")[:500]))
-        _set(span, {"error.type": "unresolved", "sopgraph.verdict": "unresolved"})
-        return
-    _set(
-        span,
-        {
-            "sopgraph.verdict": verdict.value,
-            "sopgraph.observed": verdict.observed,
-            "sopgraph.threshold": verdict.threshold,
-        },
-    )
-
-
-def record_action(span: Span, tool_name: str, record: dict[str, Any], outcome: Any) -> None:
-    """An action node's record: approval, status, and the API call when it made one."""
-    if not span.is_recording():
-        return
-    if outcome is not None:
-        record_outcome(span, tool_name, outcome)
-    _set(
-        span,
-        {
-            "sopgraph.action.status": record.get("status"),
-            "sopgraph.action.approved": record.get("approved"),
-            "sopgraph.action.by": record.get("by"),
-            "sopgraph.action.cost": record.get("cost"),
-        },
-    )
-
-
 def mcp_span(server: str, tool: str, transport: str = "pipe") -> Any:
     """A client-side MCP ``tools/call`` (``transport``: ``pipe`` for stdio, ``tcp`` for HTTP)."""
     if _tracer is None:
-        return _NO_SPAN
-    return _span(
+        return NO_SPAN
+    return as_current_span(
         f"tools/call {tool}",
         SpanKind.CLIENT,
         {
@@ -356,7 +233,7 @@ def mcp_meta() -> dict[str, Any] | None:
 
 def agent_span(name: str, node_id: str | None = None, description: str | None = None) -> Any:
     """An ``invoke_agent <name>`` span around a sub-agent (e.g. the CodeAct executor)."""
-    return _span(
+    return as_current_span(
         f"invoke_agent {name}",
         SpanKind.INTERNAL,
         {
@@ -371,7 +248,7 @@ def agent_span(name: str, node_id: str | None = None, description: str | None = 
 
 def chat_span(model: str, provider: str | None = None) -> Any:
     """A ``chat <model>`` span around one model call; add usage with ``record_usage``."""
-    return _span(
+    return as_current_span(
         f"chat {model}",
         SpanKind.CLIENT,
         {
@@ -393,7 +270,7 @@ def record_usage(
     """Token usage of a chat call, or the totals of an agent run, on ``span``."""
     if not span.is_recording():
         return
-    _set(
+    set_attributes(
         span,
         {
             "gen_ai.usage.input_tokens": input_tokens,

@@ -478,7 +478,7 @@ async def test_every_call_is_logged_when_the_run_returns(tmp_path, checkpoint):
     """Rows are held and written before each checkpoint write (SQLite): a reader in another
     connection sees them all once ``run`` returns. In memory they go in a group commit at most
     ``LOG_HOLD_S`` later; the session's own log sees them at once."""
-    from sopgraph.graphs.runner import LOG_HOLD_S
+    from sopgraph.graphs.checkpointers import LOG_HOLD_S
     from sopgraph.tools.invocation_log import InvocationLog
 
     root = make_sop(tmp_path / "sop", PARALLEL, {n: "return Verdict(value=True)" for n in

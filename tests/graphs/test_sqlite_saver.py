@@ -202,7 +202,7 @@ async def test_a_run_commits_a_finished_branch_while_its_sibling_runs(
             if quick_on_file():
                 break
             await asyncio.sleep(0.01)
-        assert s.services.in_flight == {"t1": 1}  # slow
+        assert s.graph.checkpointer.in_flight == {"t1": 1}  # slow
         assert quick_on_file()
         if journal:  # first and quick, each at its superstep; no checkpoint yet
             assert _journaled(path) == [(1, "first"), (2, "quick")]
@@ -212,7 +212,7 @@ async def test_a_run_commits_a_finished_branch_while_its_sibling_runs(
         slow_gate.GATE.set()
         result = await run
     assert result.status == "done" and set(result.path) == {"first", "slow", "quick"}
-    assert s.services.in_flight == {}
+    assert s.graph.checkpointer.in_flight == {}
 
 
 async def test_a_stopped_resume_is_continued_from_the_journal(tmp_path, monkeypatch):

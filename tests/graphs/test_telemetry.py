@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sop_factory import make_sop
 
-from sopgraph.graphs import telemetry
+from sopgraph.graphs import run_spans, telemetry
 from sopgraph.graphs.runner import Session
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "echo_metrics.py"
@@ -304,7 +304,7 @@ def test_standard_variables_choose_the_exporter_and_endpoint(monkeypatch, receiv
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{url}/custom/traces")
     assert telemetry.setup_tracing() is not None
-    with telemetry.workflow_span("env_sop", "t-env", "start"):
+    with run_spans.workflow_span("env_sop", "t-env", "start"):
         pass
     telemetry.shutdown_tracing()
     spans, resources = _from_otlp(handler.requests)
@@ -331,7 +331,7 @@ async def test_console_prints_the_tree(tmp_path, capsys):
 
 def test_tracing_off_by_default_and_unknown_mode_is_one_line(monkeypatch):
     assert telemetry.setup_tracing() is None and not telemetry.enabled()
-    with telemetry.node_span("n", "observation") as span:
+    with run_spans.node_span("n", "observation") as span:
         assert not span.is_recording()
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
     assert telemetry.setup_tracing() is None
@@ -348,7 +348,7 @@ def test_attr_values_are_scalars_or_json():
 def test_agent_and_chat_spans_carry_usage():
     exporter = InMemorySpanExporter()
     telemetry.setup_tracing(exporter=exporter)
-    with telemetry.node_span("rc_robot_fault", "root_cause"):
+    with run_spans.node_span("rc_robot_fault", "root_cause"):
         with telemetry.agent_span("codeact", "rc_robot_fault") as agent:
             for tokens in (120, 80):
                 with telemetry.chat_span("smollm2-135m", "openai") as chat:
