@@ -29,9 +29,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.latency import percentile
 from sopgraph.graphs.loader import load_sop
-from sopgraph.nodes.mcp_client import home_dir
 from sopgraph.nodes.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent

@@ -236,8 +236,8 @@ async def evaluate(sop_dir: Path = SOP_DIR, case_ids: list[str] | None = None) -
     The server writes its call log under the sopgraph home (``$SOPGRAPH_HOME``, see mcp.yaml).
     """
     # Imported here: the ground-truth half of this module (used by build.py) needs no LangGraph.
+    from sopgraph.graphs.home import home_dir
     from sopgraph.graphs.runner import Session
-    from sopgraph.nodes.mcp_client import home_dir
 
     tree = read_tree(sop_dir / "sop_agent.yaml")
     cases = json.loads((sop_dir / "cases.json").read_text(encoding="utf-8"))["cases"]

@@ -25,6 +25,7 @@ from sopgraph.graphs.checkpointers import (
     track_nodes,
 )
 from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop
+from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.input_schema import InputError, entry_nodes, validate_run_input
 from sopgraph.graphs.journal import REPLAY
 from sopgraph.graphs.loader import load_sop
@@ -40,7 +41,7 @@ from sopgraph.graphs.run_spans import current_traceparent, record_run, workflow_
 from sopgraph.graphs.services import Services
 from sopgraph.nodes.architectures import executors_for
 from sopgraph.nodes.executor import ExecutorChain
-from sopgraph.nodes.mcp_client import McpPool, home_dir, load_server_configs
+from sopgraph.nodes.mcp_client import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore
@@ -48,15 +49,6 @@ from sopgraph.tools.registry import Registry
 
 # Called once per executed node with the node id and its state update (``on_step``).
 StepCallback = Callable[[str, dict[str, Any]], Awaitable[None]]
-
-# The CLI's exit code per status (README, `sopgraph --help`); 2 is a mistake in the input.
-EXIT_CODES: dict[str, int] = {
-    "done": 0,
-    "interrupted": 0,
-    "unresolved": 1,
-    "unmatched": 3,
-    "bounded": 4,
-}
 
 
 def default_router(model: Any) -> Any:

@@ -19,6 +19,7 @@ from langchain_mcp_adapters.client import MultiServerMCPClient
 from mcp.types import Tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.problems import Problem, SopError
 from sopgraph.graphs.telemetry import mcp_meta, mcp_span
 from sopgraph.graphs.yaml_lines import parse_yaml
@@ -38,11 +39,6 @@ class ServerConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
     url: str | None = None
-
-
-def home_dir() -> Path:
-    """Where sopgraph keeps worlds, checkpoints and logs (``SOPGRAPH_HOME``, else ``.sopgraph``)."""
-    return Path(os.environ.get("SOPGRAPH_HOME", ".sopgraph")).resolve()
 
 
 def load_server_configs(sop_dir: Path) -> dict[str, ServerConfig]:

@@ -18,10 +18,10 @@ from sopgraph.evals.fc_triage.build import build_world
 from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.evals.triage_eval import compare
 from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.latency import percentile
 from sopgraph.graphs.runner import Session
 from sopgraph.html_report import write_report
-from sopgraph.nodes.mcp_client import home_dir
 from sopgraph.report import alarm_table, status_of
 from sopgraph.tools.params import ParamStore
 

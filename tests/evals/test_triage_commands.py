@@ -10,9 +10,9 @@ import sys
 import pytest
 from fc_world import fc_home, fc_world  # noqa: F401
 
-from sopgraph.cli_eval import TRIAGE_SOP
 from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.evals.triage_eval import compare, eval_triage, summarize
+from sopgraph.triage_world import TRIAGE_SOP
 
 
 def _cli(home, *args, model: str | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -127,7 +127,7 @@ def test_demo_prints_table_and_writes_report(fc_home, tmp_path):  # noqa: F811
 def test_bench_triage_repeat_keeps_finished_runs_when_one_fails(fc_home, monkeypatch, capsys):  # noqa: F811
     import argparse
 
-    from sopgraph import cli_eval
+    from sopgraph.commands import bench as bench_command
     from sopgraph.evals import bench_triage as bench
 
     monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
@@ -144,7 +144,7 @@ def test_bench_triage_repeat_keeps_finished_runs_when_one_fails(fc_home, monkeyp
     args = argparse.Namespace(checkpoint="memory", arch="direct", alarms=4, concurrency=2,
                               workers=0, repeat=3, json=True)  # fmt: skip
     with pytest.raises(RuntimeError, match="server died"):
-        cli_eval.cmd_bench_triage(args)
+        bench_command.cmd_bench_triage(args)
     assert calls == [4, 4]
     out = capsys.readouterr()
     assert "stopped after 1 of 3 runs" in out.err

@@ -9,10 +9,10 @@ import sys
 
 from fc_world import fc_home, fc_world  # noqa: F401
 
-from sopgraph.cli_eval import TRIAGE_SOP
 from sopgraph.tools.commands import promote_preview
 from sopgraph.tools.registry import Registry
 from sopgraph.tools.shadow import shadow_summary
+from sopgraph.triage_world import TRIAGE_SOP
 
 
 def _cli(home, *args) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sop_factory import make_sop
 
-from sopgraph.cli_input import InputSpecError, read_input
+from sopgraph.run_input import InputSpecError, read_input
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIAGE = ROOT / "examples" / "fc_alarm_triage"

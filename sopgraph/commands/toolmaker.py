@@ -1,4 +1,4 @@
-"""CLI of the tool-making pipeline: ``sopgraph tools make`` and ``sopgraph eval toolmaker``."""
+"""The tool-making pipeline's commands: ``sopgraph tools make`` and ``sopgraph eval toolmaker``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sopgraph.cli import UserError, build_parser, write_output
+from sopgraph.arguments import CliParser, subcommands
+from sopgraph.errors import UserError
+from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.untrusted_text import printable
+from sopgraph.output_file import write_output
 
 SPEC_TOKENS = 400  # a filled spec is ~150 tokens; room for a model that explains first
 JUDGE_TOKENS = 200  # a diagnosis of two or three sentences, or a yes/no with one
@@ -44,7 +47,6 @@ def _cases_dir(spec: str | None, sop_dir: Path) -> Path:
             "(one <node>.jsonl of labeled cases per node)"
         )
     from sopgraph.evals.fc_triage.build import build_world
-    from sopgraph.nodes.mcp_client import home_dir
 
     return build_world(home_dir(), progress=sys.stderr.isatty()).cases
 
@@ -135,8 +137,7 @@ def _budget_options(p: argparse.ArgumentParser) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser_class = type(build_parser())  # the CLI's one-line `error:` parser
-    p = parser_class(
+    p = CliParser(
         prog="sopgraph tools make",
         description="make tools for decision nodes: collect traces, write, test in the "
         "sandbox, repair; each kept candidate is registered as a new inactive version",
@@ -205,8 +206,6 @@ def cmd_tools_make(argv: list[str]) -> int:
                         version = register(record, Registry(sop_dir / "tools"), node)
                         kept = sop_dir / "tools" / node / f"v{version}.make.json"
                     else:  # nothing registered: the record is kept all the same
-                        from sopgraph.nodes.mcp_client import home_dir
-
                         name = f"{node}.{record.config}.seed{record.seed}.{int(time.time())}"
                         kept = write_output(
                             home_dir() / "toolmaker" / f"{name}.make.json",
@@ -333,9 +332,11 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_eval_toolmaker(ev: Any) -> None:
-    """Register ``sopgraph eval toolmaker`` on the ``eval`` subparsers."""
-    p = ev.add_parser("toolmaker", help="held-out pass@1 of the tool-making pipeline")
+def register(sub: Any) -> None:
+    """Register ``toolmaker`` under the ``eval`` command (registered before, in eval.py)."""
+    p = subcommands(sub.choices["eval"]).add_parser(
+        "toolmaker", help="held-out pass@1 of the tool-making pipeline"
+    )
     p.add_argument("sop", help="SOP file or folder")
     p.add_argument("--nodes", help="comma-separated node ids (default: the fixed node set)")
     p.add_argument("--configs", help="comma-separated, default sop,sop+d+r; " + CONFIG_HELP)

@@ -10,13 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sopgraph.arguments import subcommands
 from sopgraph.evals.sopbench.domain import Domain, DomainError, load_domain, resolve_domain
+from sopgraph.graphs.home import home_dir
 
 
-def add_command(bench: argparse.ArgumentParser) -> None:
-    """Register ``sopbench`` under the ``bench`` command's subparsers."""
-    (sub,) = [a for a in bench._actions if isinstance(a, argparse._SubParsersAction)]
-    p = sub.add_parser(
+def register(sub: Any) -> None:
+    """Register ``sopbench`` under the ``bench`` command (registered before, in bench.py)."""
+    p = subcommands(sub.choices["bench"]).add_parser(
         "sopbench",
         help="SOP-Bench: ECR, C-TSR, TSR (strict and lenient) of an agent on domain folders",
         description=(
@@ -84,8 +85,6 @@ def add_command(bench: argparse.ArgumentParser) -> None:
 
 
 def _out_root(args: argparse.Namespace) -> Path:
-    from sopgraph.nodes.mcp_client import home_dir
-
     return args.out or home_dir() / "sopbench"
 
 

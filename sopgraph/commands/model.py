@@ -1,4 +1,4 @@
-"""CLI commands for the model: ``model install`` assembles the local GGUF, the others measure the model's LLM paths."""
+"""``sopgraph model``: ``install`` assembles the local GGUF; the others measure its LLM paths."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sopgraph.cli_eval import TRIAGE_SOP, positive_int
+from sopgraph.arguments import positive_int
+from sopgraph.errors import UserError
+from sopgraph.model_choice import model_required, models_for
 from sopgraph.nodes.tool_format import TOOL_FORMATS
+from sopgraph.triage_world import TRIAGE_SOP, first_scenarios, world
 
 
 def _source() -> dict[str, Any]:
@@ -47,11 +50,10 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_triage(args: argparse.Namespace) -> int:
-    from sopgraph.cli_eval import _models, _scenarios, _world
     from sopgraph.evals.model_triage import covering_sample, run_model_triage
 
-    models = _models(args.arch)
-    pool = _scenarios(_world(), args.split, None)
+    models = models_for(args.arch)
+    pool = first_scenarios(world(), args.split, None)
     sample = covering_sample(pool, args.alarms or len(pool))
     progress = Path(args.progress) if args.progress else None
     sop = Path(args.sop) if getattr(args, "sop", None) else TRIAGE_SOP
@@ -61,17 +63,6 @@ def cmd_triage(args: argparse.Namespace) -> int:
     return 0
 
 
-def _paths_models():
-    from sopgraph.nodes.architectures import load_models
-
-    models = load_models()
-    if models.chat is None:
-        from sopgraph.cli import UserError
-
-        raise UserError("this command measures a model: set SOPGRAPH_MODEL (e.g. `local`)")
-    return models
-
-
 def _strip(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
     return result if verbose else {k: v for k, v in result.items() if k != "cases"}
 
@@ -79,7 +70,7 @@ def _strip(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
 def cmd_router(args: argparse.Namespace) -> int:
     from sopgraph.evals.model_paths import eval_router, load_cases, router_pair
 
-    models = _paths_models()
+    models = model_required()
     routers = router_pair(models.chat, models.lm)
     names = list(routers) if args.router == "both" else [args.router]
     cases = load_cases("router")[: args.limit]
@@ -92,7 +83,7 @@ def cmd_router(args: argparse.Namespace) -> int:
 def cmd_measure(args: argparse.Namespace) -> int:
     """``model judge`` / ``model verdict``: one DSPy module's accuracy on one labeled split."""
     module_class, _, evaluate, _, _ = _optimizable(args.module)
-    models = _paths_models()
+    models = model_required()
     module = module_class(lm=models.lm, program=None if args.zero_shot else "default")
     result = asyncio.run(evaluate(module, args.split, args.limit))
     label = f"{args.module}_zero_shot" if args.zero_shot else args.module
@@ -117,7 +108,7 @@ def _optimizable(module: str) -> tuple[Any, Any, Any, Path, Any]:
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     zero_shot, compile_module, evaluate, default_path, train = _optimizable(args.module)
-    models = _paths_models()
+    models = model_required()
     before = asyncio.run(evaluate(zero_shot(lm=models.lm, program=None), "eval", args.limit))
     with contextlib.redirect_stdout(sys.stderr):  # DSPy's optimizers print their progress
         compiled = compile_module(train, lm=models.lm, optimizer=args.optimizer,
@@ -151,8 +142,6 @@ def cmd_toolcall_formats(args: argparse.Namespace) -> int:
 
     settings = Settings(local_tool_format=args.format)
     if settings.provider != "local":
-        from sopgraph.cli import UserError
-
         raise UserError("this command compares the local model's formats: SOPGRAPH_MODEL=local")
 
     def make_chat(callbacks: list[Any]) -> Any:
@@ -167,8 +156,6 @@ def cmd_toolcall_formats(args: argparse.Namespace) -> int:
         try:
             domain = load_domain(resolve_domain(args.domain, args.data))
         except DomainError as exc:
-            from sopgraph.cli import UserError
-
             raise UserError(str(exc)) from None
         as_text = args.format == "chatml-function-calling"  # that format drops tool turns
         figures["sopbench"] = asyncio.run(
@@ -185,7 +172,7 @@ def cmd_toolcall_formats(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: Any) -> None:
+def register(sub: Any) -> None:
     """Register ``model`` and its subcommands on the top-level subparsers."""
     m = sub.add_parser("model", help="the local model: install it, measure its LLM paths")
     ms = m.add_subparsers(dest="what", required=True)
