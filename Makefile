@@ -45,7 +45,7 @@ $(LOCAL_LLM): $(STAMP)
 	touch $@
 
 local-llm: $(LOCAL_LLM)
-	$(PY) -m sopgraph.nodes.model_file
+	$(PY) -m sopgraph.nodes.models
 
 # Debian packages: Graphviz draws PNGs; PostgreSQL backs the durable-server tests.
 system-deps:

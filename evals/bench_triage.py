@@ -33,7 +33,7 @@ from sopgraph.graphs.runner import Session
 from sopgraph.graphs.services import Services
 from sopgraph.graphs.topology import awalk
 from sopgraph.graphs.workers import run_workers
-from sopgraph.nodes.mcp_client import McpPool, load_server_configs
+from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import as_verdict
 
 WARMUP = 10  # alarms through every path before timing: imports, server caches, DuckDB pages

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sopgraph.nodes.mcp_client import McpError, load_server_configs
+from sopgraph.nodes.mcp import McpError, load_server_configs
 
 
 def _module_and_db(args: list[str]) -> tuple[str, str | None]:

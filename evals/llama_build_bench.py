@@ -19,7 +19,7 @@ import statistics
 import subprocess
 import sys
 
-from sopgraph.nodes.model_file import verified_path
+from sopgraph.nodes.models import verified_path
 
 PROMPT = (
     "You are an operations assistant. A warehouse induct station raised an alarm. "

@@ -20,7 +20,7 @@ from sopgraph.evals.fc_triage.dataset import LabeledCase, load_cases
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.units import unit_problems
 from sopgraph.nodes.executor import ToolContext
-from sopgraph.nodes.mcp_client import McpPool, load_server_configs
+from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import as_verdict
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry, RegistryError

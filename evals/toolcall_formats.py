@@ -1,6 +1,6 @@
 """Which tool-call format works best with the local model, measured on a small fixed set.
 
-Each format (``nodes/tool_format.py``) runs the function-calling router on the labeled router
+Each format (``nodes/models/_tool_format.py``) runs the function-calling router on the labeled router
 cases and the SOP-Bench function-calling agent on a few tasks of one domain, with a short
 turn budget. Every model reply is tallied: a **valid call** names an offered function and
 gives every required argument; an **empty reply** has neither a call nor text. Only task ids

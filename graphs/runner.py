@@ -41,7 +41,7 @@ from sopgraph.graphs.run_spans import current_traceparent, record_run, workflow_
 from sopgraph.graphs.services import Services
 from sopgraph.nodes.architectures import executors_for
 from sopgraph.nodes.executor import ExecutorChain
-from sopgraph.nodes.mcp_client import McpPool, load_server_configs
+from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore

@@ -35,7 +35,7 @@ class Services:
     params: ParamStore
     chain: ExecutorChain
     log: InvocationLog | None = None
-    mcp: Any = None  # nodes.mcp_client.McpPool
+    mcp: Any = None  # nodes.mcp.McpPool
     router: Router | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -31,7 +31,7 @@ from sopgraph.graphs.loader import SopError, load_sop
 from sopgraph.graphs.services import Services
 from sopgraph.graphs.state import RunState
 from sopgraph.nodes.executor import ExecutorChain
-from sopgraph.nodes.mcp_client import McpPool, ServerConfig, load_server_configs
+from sopgraph.nodes.mcp import McpPool, ServerConfig, load_server_configs
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore

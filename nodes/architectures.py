@@ -22,8 +22,8 @@ from langchain_core.language_models import BaseChatModel
 from sopgraph.nodes.codeact import DEFAULT_MAX_TURNS, CodeActExecutor
 from sopgraph.nodes.executor import Executor
 from sopgraph.nodes.judge import JudgeExecutor
+from sopgraph.nodes.models import Settings, SettingsError
 from sopgraph.nodes.sandbox import SandboxLimits
-from sopgraph.nodes.settings import Settings, SettingsError
 from sopgraph.nodes.subagent import SubAgentToolExecutor
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.prompts.verdict import VerdictExtractor

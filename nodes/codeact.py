@@ -35,7 +35,6 @@ from langgraph.runtime import Runtime
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.graphs.untrusted_text import serialisable
-from sopgraph.nodes.envelope import role_chat
 from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
 from sopgraph.nodes.mcp_functions import McpFunctions
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
@@ -45,6 +44,7 @@ from sopgraph.prompts.codeact import (
     render_observation,
     render_system_prompt,
 )
+from sopgraph.prompts.envelope import role_chat
 from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 
 DEFAULT_MAX_TURNS = 6

@@ -28,7 +28,7 @@ class ToolContext:
     parents: dict[str, Verdict]
     input: dict[str, Any]
     run_id: str
-    mcp: Any = None  # nodes.mcp_client.McpPool (or anything with `await call(server, tool, args)`)
+    mcp: Any = None  # nodes.mcp.McpPool (or anything with `await call(server, tool, args)`)
     node: Node | None = None
 
     # The alarm fields the CodeAct sub-agent's prompt names (its recorded cassettes are keyed

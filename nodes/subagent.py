@@ -19,10 +19,10 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, To
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.nodes.codeact import NO_MODEL, message_text, model_label
-from sopgraph.nodes.envelope import role_chat
 from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.prompts import subagent as texts
+from sopgraph.prompts.envelope import role_chat
 from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.registry import Registry, ToolIntegrityError, ToolMissing

@@ -17,8 +17,8 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from sopgraph.nodes.envelope import role_lm
 from sopgraph.prompts.adapter import dspy_context
+from sopgraph.prompts.envelope import role_lm
 from sopgraph.prompts.optimize import Optimizer, compile_program
 from sopgraph.prompts.routing import JudgeCondition
 

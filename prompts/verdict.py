@@ -23,8 +23,8 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from sopgraph.graphs.model import Verdict
-from sopgraph.nodes.envelope import role_lm
 from sopgraph.prompts.adapter import dspy_context
+from sopgraph.prompts.envelope import role_lm
 from sopgraph.prompts.optimize import Optimizer, compile_program
 from sopgraph.prompts.signatures import ExtractVerdict
 

@@ -16,9 +16,9 @@ class UserError(Exception):
 # engine just to name its errors would slow every command down.
 _USER_ERRORS = {
     "sopgraph.graphs.runner": ("InputError",),
-    "sopgraph.nodes.mcp_client": ("McpError",),
+    "sopgraph.nodes.mcp": ("McpError",),
     "sopgraph.tools.registry": ("RegistryError",),
-    "sopgraph.nodes.settings": ("SettingsError",),
+    "sopgraph.nodes.models": ("SettingsError",),
     "sopgraph.graphs.telemetry": ("TelemetryError",),
     "sopgraph.graphs.drawing": ("DrawingError",),
     "sopgraph.nodes.action": ("DecisionError",),

@@ -23,7 +23,7 @@ def _reset_dspy() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _no_cassette_misses() -> Iterator[None]:
     """A test that replays a committed cassette fails if any request missed it."""
-    from sopgraph.nodes.local_llm import running_fronts
+    from sopgraph.nodes.models import running_fronts
 
     before = {id(f): len(f.misses) for f in running_fronts()}
     yield

@@ -14,7 +14,7 @@ from typing import Any
 from sopgraph.evals.sopbench.agent_result import AgentResult
 from sopgraph.evals.sopbench.domain import Domain, Task
 from sopgraph.evals.sopbench.server import SERVER, server_config
-from sopgraph.nodes.mcp_client import McpPool
+from sopgraph.nodes.mcp import McpPool
 
 GRAPHS = Path(__file__).parent / "graphs"
 ANSWER_PREFIX = "answer_"

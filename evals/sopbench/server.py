@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sopgraph.nodes.mcp_client import ServerConfig
+from sopgraph.nodes.mcp import ServerConfig
 
 SERVER = "sopbench"  # the server name the compiled graphs' tools call
 

@@ -13,13 +13,13 @@ from typing import Any
 from sopgraph.arguments import positive_int
 from sopgraph.errors import UserError
 from sopgraph.model_choice import model_required, models_for
-from sopgraph.nodes.tool_format import TOOL_FORMATS
+from sopgraph.nodes.models import TOOL_FORMATS
 from sopgraph.triage_world import TRIAGE_SOP, first_scenarios, world
 
 
 def _source() -> dict[str, Any]:
     """How the model answered in this process: live requests, cassette replays, misses."""
-    from sopgraph.nodes.local_llm import running_fronts
+    from sopgraph.nodes.models import running_fronts
 
     exchanges = [e for f in running_fronts() for e in f.exchanges if e.path != "/models"]
     return {
@@ -30,7 +30,7 @@ def _source() -> dict[str, Any]:
 
 
 def _print(summary: dict[str, Any], as_json: bool) -> None:
-    from sopgraph.nodes.settings import Settings
+    from sopgraph.nodes.models import Settings
 
     summary = {"model": Settings().model, **summary, **_source()}
     if as_json:
@@ -42,7 +42,7 @@ def _print(summary: dict[str, Any], as_json: bool) -> None:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from sopgraph.nodes.model_file import QWEN, assemble
+    from sopgraph.nodes.models import QWEN, assemble
 
     path = assemble()
     print(f"ok: {path} ({QWEN.size:,} bytes, sha256 {QWEN.sha256[:16]}…, {QWEN.license})")
@@ -137,8 +137,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 def cmd_toolcall_formats(args: argparse.Namespace) -> int:
     from sopgraph.evals import toolcall_formats as tf
-    from sopgraph.nodes.models import chat_model
-    from sopgraph.nodes.settings import Settings
+    from sopgraph.nodes.models import Settings, chat_model
 
     settings = Settings(local_tool_format=args.format)
     if settings.provider != "local":

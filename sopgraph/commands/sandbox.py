@@ -7,7 +7,7 @@ from typing import Any
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
-    from sopgraph.nodes.sandbox_selftest import main as selftest_main
+    from sopgraph.nodes.sandbox.selftest import main as selftest_main
 
     return selftest_main()
 

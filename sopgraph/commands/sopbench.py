@@ -107,12 +107,12 @@ def _run_dir(root: Path, domain: Domain, args: argparse.Namespace) -> Path:
 
 
 def _model_label() -> str:
-    from sopgraph.nodes.settings import Settings
+    from sopgraph.nodes.models import Settings
 
     settings = Settings()
     label = settings.model or ""
     if settings.provider == "local":
-        from sopgraph.nodes.local_llm import tool_format
+        from sopgraph.nodes.models import tool_format
 
         label += f" ({tool_format(settings)})"
     mode = os.environ.get("SOPGRAPH_CASSETTE_MODE")
@@ -146,8 +146,7 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         from sopgraph.nodes.models import chat_model
 
         cls = FunctionCallingAgent if args.agent == "fc" else ReActAgent
-        from sopgraph.nodes.local_llm import tool_format
-        from sopgraph.nodes.settings import Settings
+        from sopgraph.nodes.models import Settings, tool_format
 
         # chatml-function-calling drops tool turns (see agents.tool_results_as_text)
         settings = Settings()

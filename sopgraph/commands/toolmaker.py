@@ -62,7 +62,7 @@ class MakerModels:
 
 
 def _models() -> MakerModels:
-    from sopgraph.nodes.settings import Settings
+    from sopgraph.nodes.models import Settings
 
     settings = Settings()
     name = settings.model.strip()

@@ -19,7 +19,7 @@ from sopgraph.evals.sopbench.compiled import CompiledGraphAgent
 from sopgraph.evals.sopbench.domain import DomainError, load_domain
 from sopgraph.evals.sopbench.runner import RunSpec, read_records, run_tasks
 from sopgraph.evals.sopbench.server import server_config
-from sopgraph.nodes.mcp_client import McpError, McpPool
+from sopgraph.nodes.mcp import McpError, McpPool
 
 DATA = Path(__file__).parents[1] / "data" / "sopbench"
 REFUND = DATA / "refund_check"

@@ -21,7 +21,7 @@ from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Verdict
 from sopgraph.graphs.units import measured, threshold_unit, unit_problems
 from sopgraph.nodes.executor import ToolContext
-from sopgraph.nodes.mcp_client import McpPool, load_server_configs
+from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry
 

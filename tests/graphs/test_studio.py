@@ -11,7 +11,7 @@ from sop_factory import make_sop
 
 from sopgraph.evals.langgraph_dev import REPO
 from sopgraph.graphs import studio
-from sopgraph.nodes.mcp_client import load_server_configs
+from sopgraph.nodes.mcp import load_server_configs
 
 ECHO_SERVER = Path(__file__).resolve().parents[1] / "servers" / "echo_metrics.py"
 SOP = {

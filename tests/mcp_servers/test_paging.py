@@ -11,7 +11,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from sopgraph.nodes.mcp_client import McpPool, ServerConfig
+from sopgraph.nodes.mcp import McpPool, ServerConfig
 
 CALLS = [
     ("execute_query", {"sql": "SELECT id, name FROM stations ORDER BY id", "page_size": 2}),

@@ -18,7 +18,7 @@ from sopgraph.nodes.codeact import (
     extract_code,
 )
 from sopgraph.nodes.executor import ToolContext, Unavailable
-from sopgraph.nodes.mcp_client import McpPool, ServerConfig
+from sopgraph.nodes.mcp import McpPool, ServerConfig
 from sopgraph.nodes.mcp_functions import allowed_servers, function_name
 from sopgraph.prompts.verdict import VerdictExtractor
 

@@ -17,11 +17,15 @@ from fc_world import fc_world  # noqa: F401
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.nodes.codeact import CodeActExecutor
 from sopgraph.nodes.executor import ToolContext
-from sopgraph.nodes.local_llm import LocalModelServer
-from sopgraph.nodes.local_models import LocalModelUnavailable, ensure_installed
-from sopgraph.nodes.mcp_client import McpPool, ServerConfig
-from sopgraph.nodes.models import chat_model, dspy_lm
-from sopgraph.nodes.settings import Settings
+from sopgraph.nodes.mcp import McpPool, ServerConfig
+from sopgraph.nodes.models import (
+    LocalModelServer,
+    LocalModelUnavailable,
+    Settings,
+    chat_model,
+    dspy_lm,
+    ensure_installed,
+)
 from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.asyncio(loop_scope="module")]

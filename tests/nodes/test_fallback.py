@@ -15,7 +15,7 @@ from sop_factory import make_sop
 from sopgraph.cli import main
 from sopgraph.graphs.runner import Session
 from sopgraph.nodes.architectures import ArchitectureError, executors_for, load_models
-from sopgraph.nodes.settings import Settings, SettingsError
+from sopgraph.nodes.models import Settings, SettingsError
 from sopgraph.tools.registry import Registry
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "toy_metrics.py"

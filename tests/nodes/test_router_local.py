@@ -14,11 +14,15 @@ from sop_factory import make_sop
 
 from sopgraph.graphs.runner import Session
 from sopgraph.nodes.judge import JudgeExecutor
-from sopgraph.nodes.local_llm import shared_server
-from sopgraph.nodes.local_models import LocalModelUnavailable, ensure_installed
-from sopgraph.nodes.models import chat_model, dspy_lm
+from sopgraph.nodes.models import (
+    LocalModelUnavailable,
+    Settings,
+    chat_model,
+    dspy_lm,
+    ensure_installed,
+    shared_server,
+)
 from sopgraph.nodes.router import FunctionCallingRouter
-from sopgraph.nodes.settings import Settings
 
 pytestmark = pytest.mark.local_llm
 

@@ -36,6 +36,14 @@ def test_pip_install_then_demo_from_an_empty_folder(tmp_path):
     added = set(os.listdir(site)) - before
     assert added == {"sopgraph", f"sopgraph-{project['version']}.dist-info"}, added
     assert (site / "sopgraph" / "examples" / "fc_alarm_triage" / "sop.yaml").is_file()
+    # the jail hands the child the runner's source, read from its file in the package, and the
+    # selftest reads its attack corpus from the package: both must resolve installed
+    sandbox = site / "sopgraph" / "nodes" / "sandbox"
+    assert (sandbox / "_runner.py").is_file() and len(list((sandbox / "corpus").glob("*.py"))) > 80
+    runner = _run([bin_dir / "python", "-c", "from sopgraph.nodes.sandbox import _run, selftest;"
+                   " print(_run.__file__, len(_run._RUNNER), len(selftest.load_corpus()))"],
+                  cwd=tmp_path, timeout=120)  # fmt: skip
+    assert runner.stdout.startswith(str(sandbox)), runner.stdout
 
     empty = tmp_path / "empty"
     empty.mkdir()

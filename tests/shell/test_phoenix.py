@@ -17,7 +17,7 @@ import pytest
 import yaml
 from sop_factory import make_sop
 
-from sopgraph.nodes.local_llm import free_port
+from sopgraph.nodes.models._local_llm import free_port
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 
 from sopgraph.graphs.loader import load_sop
 from sopgraph.nodes.codeact import CodeActExecutor
-from sopgraph.nodes.mcp_client import McpPool, load_server_configs
+from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.prompts.verdict import VerdictExtractor
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry, RegistryError

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from sopgraph.nodes.sandbox import SandboxLimits, run_code
-from sopgraph.nodes.sandbox_cgroup import own_memory_cgroup
-from sopgraph.nodes.sandbox_selftest import fake_tools, load_corpus
+from sopgraph.nodes.sandbox._cgroup import own_memory_cgroup
+from sopgraph.nodes.sandbox.selftest import fake_tools, load_corpus
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox jail is Linux-only")
 
@@ -193,7 +193,13 @@ async def test_guest_sees_only_its_own_processes():
 
 
 @pytest.mark.parametrize(
-    "path", ["/etc/passwd", "/root", "/work", str(os.path.dirname(os.path.dirname(__file__)))]
+    "path",
+    [
+        "/etc/passwd",
+        "/root",
+        "/work",
+        str(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))),
+    ],
 )
 async def test_host_paths_are_absent(path):
     code = f"import os\nprint(os.path.exists({path!r}))"
@@ -223,7 +229,7 @@ async def test_etc_passwd_cannot_be_sent_through_a_tool():
 
 
 async def test_cancelled_run_leaves_no_process_and_no_fd():
-    from sopgraph.nodes.sandbox_jail import USED_UIDS, sandbox_pids
+    from sopgraph.nodes.sandbox._jail import USED_UIDS, sandbox_pids
 
     fds = len(os.listdir("/proc/self/fd"))
     task = asyncio.create_task(run_code("import time\ntime.sleep(30)", limits=FAST))
@@ -304,7 +310,7 @@ _ACTIVE = ("\x1b", "\r", "\x07", "\u2028", "\u202e")
     "name", ["88_terminal_injection_reason", "89_forged_reason_controls_os_layer"]
 )
 async def test_a_failure_reason_the_guest_chose_is_escaped_wherever_it_is_printed(name, capsys):
-    from sopgraph.nodes.sandbox_selftest import ProgramOutcome, _print
+    from sopgraph.nodes.sandbox.selftest import ProgramOutcome, _print
 
     prog = PROGRAMS[name]
     res = await run_code(prog.code, fake_tools(), FAST, python_guard=prog.guard)

@@ -2,9 +2,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
-from sopgraph.nodes import local_llm
-from sopgraph.nodes.models import ChatOpenAICompatible, chat_model, dspy_lm
-from sopgraph.nodes.settings import Settings, SettingsError
+from sopgraph.nodes.models import ChatOpenAICompatible, Settings, SettingsError, chat_model, dspy_lm
+from sopgraph.nodes.models import _local_llm as local_llm
 
 BEDROCK = "bedrock:anthropic.claude-3-5-sonnet-20240620-v1:0"
 
@@ -68,7 +67,7 @@ def test_an_unknown_local_model_is_one_clear_error():
 
 
 def test_local_roles_get_their_output_budgets():
-    from sopgraph.nodes.envelope import BUDGETS, role_chat, role_lm
+    from sopgraph.prompts.envelope import BUDGETS, role_chat, role_lm
 
     settings = Settings(model="local", base_url="http://127.0.0.1:9/v1")
     try:

@@ -40,8 +40,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from sopgraph.graphs.untrusted_text import printable
-from sopgraph.nodes.sandbox_channel import ToolCall, ToolChannel, ToolFn
-from sopgraph.nodes.sandbox_jail import Jail, choose_interpreter
+from sopgraph.nodes.sandbox._channel import ToolCall, ToolChannel, ToolFn
+from sopgraph.nodes.sandbox._jail import Jail, choose_interpreter
 
 __all__ = [
     "DEFAULT_ALLOWED_IMPORTS", "DENIED_MODULES", "TRUNCATION_MARKER", "SandboxLimits",
@@ -68,10 +68,11 @@ DENIED_MODULES = (
     "ossaudiodev", "_lsprof", "_testcapi", "_testinternalcapi", "_uuid",
 )  # fmt: skip
 TRUNCATION_MARKER = "\n[... output truncated: {dropped} more bytes not shown ...]\n"
-_RUNNER = (Path(__file__).parent / "sandbox_runner.py").read_text()
+# The jail starts `python -I -S -c <source>`: the runner is passed as text, never imported by path.
+_RUNNER = (Path(__file__).parent / "_runner.py").read_text()
 # Essential layers when we are root; without them a run is refused rather than weakened.
 _REQUIRED_AS_ROOT = {"rlimits", "uid", "tmp cwd", "pidns", "rootfs"}
-# Runner exit statuses (see sandbox_runner.py).
+# Runner exit statuses (see _runner.py).
 _EXIT_OK, _EXIT_ERROR, _EXIT_VIOLATION = 0, 1, 86
 _KILL_GRACE_S = 3.0  # after the wall-clock kill, how long the host waits for the pipes
 

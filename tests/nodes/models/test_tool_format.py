@@ -14,10 +14,8 @@ from fake_chat import FakeChatServer
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
-from sopgraph.nodes.local_llm import LocalModelServer, tool_format
-from sopgraph.nodes.models import chat_model
-from sopgraph.nodes.settings import Settings, SettingsError
-from sopgraph.nodes.tool_format import (
+from sopgraph.nodes.models import LocalModelServer, Settings, SettingsError, chat_model, tool_format
+from sopgraph.nodes.models._tool_format import (
     DEFAULT_TOOL_FORMAT,
     ToolCallAdapter,
     parse_hermes,

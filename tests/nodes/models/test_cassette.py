@@ -16,10 +16,9 @@ import pytest
 from fake_chat import FakeChatServer
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
-from sopgraph.nodes import local_llm
-from sopgraph.nodes.model_proxy import Cassette, CassetteError, request_key
-from sopgraph.nodes.models import chat_model, dspy_lm
-from sopgraph.nodes.settings import Settings
+from sopgraph.nodes.models import Settings, chat_model, dspy_lm
+from sopgraph.nodes.models import _local_llm as local_llm
+from sopgraph.nodes.models._model_proxy import Cassette, CassetteError, request_key
 
 
 @pytest.fixture

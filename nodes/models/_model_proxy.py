@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from sopgraph.nodes.tool_format import ToolCallAdapter
+    from sopgraph.nodes.models._tool_format import ToolCallAdapter
 
 CassetteMode = Literal["replay", "record", "fill"]
 CASSETTE_MODES: tuple[CassetteMode, ...] = ("replay", "record", "fill")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sopgraph.nodes import model_file
-from sopgraph.nodes.model_file import QWEN, ModelFile, ModelFileError, assemble, verified_path
+from sopgraph.nodes.models import QWEN, ModelFile, ModelFileError, assemble, verified_path
+from sopgraph.nodes.models import _model_file as model_file
 
 
 def _spec(parts: list[bytes]) -> ModelFile:

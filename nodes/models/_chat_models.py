@@ -18,8 +18,8 @@ from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_openai import ChatOpenAI
 
-from sopgraph.nodes.envelope import Role, budget
-from sopgraph.nodes.settings import OLLAMA_BASE_URL, Settings
+from sopgraph.nodes.models._settings import OLLAMA_BASE_URL, Settings
+from sopgraph.prompts.envelope import Role, budget
 
 LOCAL_CLIENT_TIMEOUT = 3600.0
 """The client's timeout for the local model: requests queue at its one server, and the
@@ -69,20 +69,20 @@ def openai_endpoint(settings: Settings) -> Endpoint:
     """The endpoint for an ``openai``, ``ollama`` or ``local`` model.
 
     ``local`` and any model while ``SOPGRAPH_CASSETTE`` is set go through the process-wide
-    loopback front (``sopgraph.nodes.local_llm.shared_front``): it starts the local server
+    loopback front (``_local_llm.shared_front``): it starts the local server
     only when a request first needs the model, records or replays the exchanges, and parses
     the local model's tool calls (``tool_format``); ``local`` with a ``base_url`` and
     llama-cpp-python's own ``chatml-function-calling`` format is reached directly. Nothing is
     started here.
     """
-    from sopgraph.nodes.local_llm import shared_front
-    from sopgraph.nodes.model_proxy import cassette_from_env
+    from sopgraph.nodes.models._local_llm import shared_front
+    from sopgraph.nodes.models._model_proxy import cassette_from_env
 
     provider, name = settings.provider, settings.model_name
     key = settings.resolved_api_key()
     if provider == "local":
-        from sopgraph.nodes.local_llm import tool_format
-        from sopgraph.nodes.local_models import local_model
+        from sopgraph.nodes.models._local_llm import tool_format
+        from sopgraph.nodes.models._local_models import local_model
 
         alias = local_model(name).alias
         direct = tool_format(settings) == "chatml-function-calling"

@@ -1,6 +1,6 @@
 """The local models' server: llama-cpp-python on loopback, started when a request first needs it.
 
-Which models there are and whether they are installed is ``sopgraph.nodes.local_models``.
+Which models there are and whether they are installed is ``sopgraph.nodes.models._local_models``.
 sopgraph starts the server on a free port the first time a request needs it
 (``shared_front``) and stops it on exit.
 """
@@ -23,16 +23,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from sopgraph.nodes.envelope import timeout_for_request
-from sopgraph.nodes.local_models import (
+from sopgraph.nodes.models._local_models import (
     DEFAULT_LOCAL,
     ensure_installed,
     find_gguf,
     local_model,
 )
-from sopgraph.nodes.model_proxy import ModelProxy, cassette_from_env
-from sopgraph.nodes.settings import Settings
-from sopgraph.nodes.tool_format import ToolCallAdapter, ToolFormat, server_chat_format
+from sopgraph.nodes.models._model_proxy import ModelProxy, cassette_from_env
+from sopgraph.nodes.models._settings import Settings
+from sopgraph.nodes.models._tool_format import ToolCallAdapter, ToolFormat, server_chat_format
+from sopgraph.prompts.envelope import timeout_for_request
 
 
 class LocalModelError(RuntimeError):
@@ -121,7 +121,7 @@ class LocalModelServer:
         return [
             sys.executable,
             "-m",
-            "sopgraph.nodes.llama_child",
+            "sopgraph.nodes.models._llama_child",
             "--model",
             str(self.model_path or find_gguf(self.model.alias)),
             "--model_alias",

@@ -2,11 +2,11 @@
 
 A sandboxed child gets, in a `preexec_fn` that runs between fork and exec: resource limits;
 its own network (nothing is up, not even loopback), PID, UTS, IPC and mount namespaces; a
-minimal root filesystem (`sandbox_rootfs`: only the interpreter, its stdlib and libraries,
+minimal root filesystem (`_rootfs`: only the interpreter, its stdlib and libraries,
 read-only, a fresh `/proc` that lists only the run's processes, a size-limited tmpfs as its
 working directory); a seccomp filter (no sockets, no fork, and the process is killed on
 mount/ptrace/namespace/kernel-module syscalls); a fresh unprivileged uid, unique per run; and
-a memory cgroup of its own (`sandbox_cgroup`) that caps everything the run holds, kernel-held
+a memory cgroup of its own (`_cgroup`) that caps everything the run holds, kernel-held
 memory included, at its address space plus its tmpfs (without one, `memfd_create` is denied).
 The child forks once more inside the new PID namespace: the first process stays outside as a
 supervisor that reports the jailed process's wait status on a pipe only it holds, so the
@@ -30,15 +30,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from sopgraph.nodes.sandbox_cgroup import MemoryCgroup
-from sopgraph.nodes.sandbox_rootfs import SANDBOX_CWD, apply_plan, mount_proc, rootfs_plan
-from sopgraph.nodes.sandbox_seccomp import seccomp_program
+from sopgraph.nodes.sandbox._cgroup import MemoryCgroup
+from sopgraph.nodes.sandbox._rootfs import SANDBOX_CWD, apply_plan, mount_proc, rootfs_plan
+from sopgraph.nodes.sandbox._seccomp import seccomp_program
 
 # A fresh uid per run, far above any uid a distribution hands out.
 SANDBOX_UID_MIN = 1_500_000_000
 SANDBOX_UID_MAX = 1_600_000_000
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout, or site-packages/sopgraph
 USED_UIDS: set[int] = set()  # every sandbox uid this process handed out (for the selftest)
 _HIDDEN_CANDIDATES = ("/root", "/home", "/work", "/mnt", "/srv", "/media", "/run", "/var/tmp")
 _KEEP = ("/", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys", "/var")

@@ -1,7 +1,7 @@
 import pytest
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
-from sopgraph.nodes.settings import Settings, SettingsError
+from sopgraph.nodes.models import Settings, SettingsError
 
 BEDROCK = "bedrock:anthropic.claude-3-5-sonnet-20240620-v1:0"
 

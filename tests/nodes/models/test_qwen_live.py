@@ -13,12 +13,16 @@ import pytest
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
 from sopgraph.evals.model_paths import eval_router, load_cases
-from sopgraph.nodes.local_llm import shared_server
-from sopgraph.nodes.local_models import LocalModelUnavailable, ensure_installed
-from sopgraph.nodes.model_file import ModelFileError, verified_path
-from sopgraph.nodes.models import dspy_lm
+from sopgraph.nodes.models import (
+    LocalModelUnavailable,
+    ModelFileError,
+    Settings,
+    dspy_lm,
+    ensure_installed,
+    shared_server,
+    verified_path,
+)
 from sopgraph.nodes.router import DSPyRouter
-from sopgraph.nodes.settings import Settings
 from sopgraph.prompts.judge import ConditionJudge
 from sopgraph.prompts.routing import render_context
 from sopgraph.prompts.verdict import VerdictExtractor

@@ -23,7 +23,7 @@ from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.problems import Problem, SopError
 from sopgraph.graphs.telemetry import mcp_meta, mcp_span
 from sopgraph.graphs.yaml_lines import parse_yaml
-from sopgraph.nodes.mcp_stdio import StdioClient, StdioError
+from sopgraph.nodes.mcp._stdio import StdioClient, StdioError
 
 
 class McpError(Exception):
@@ -123,7 +123,7 @@ def _connection(cfg: ServerConfig) -> dict[str, Any]:
 class McpPool:
     """Open sessions to named MCP servers; ``await pool.call(server, tool, args)``.
 
-    stdio servers are reached through the lean client (``nodes.mcp_stdio``) unless
+    stdio servers are reached through the lean client (``_stdio``) unless
     ``client="sdk"``; HTTP servers, and every server with ``client="sdk"``, through
     langchain-mcp-adapters' ``MultiServerMCPClient.session()`` (the SDK's ``ClientSession``).
 

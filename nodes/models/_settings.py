@@ -20,8 +20,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from sopgraph.nodes.settings_error import SettingsError
-from sopgraph.nodes.tool_format import DEFAULT_TOOL_FORMAT, ToolFormat
+from sopgraph.nodes.models._settings_error import SettingsError
+from sopgraph.nodes.models._tool_format import DEFAULT_TOOL_FORMAT, ToolFormat
 
 Provider = Literal["bedrock", "openai", "ollama", "local"]
 PROVIDERS: tuple[Provider, ...] = ("bedrock", "openai", "ollama", "local")
@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     local_tool_format: ToolFormat = DEFAULT_TOOL_FORMAT
     """How ``local`` (Qwen) is asked for tool calls: ``hermes`` (the GGUF's own template,
     ``<tool_call>`` replies parsed by sopgraph), ``json-schema`` or llama-cpp-python's
-    ``chatml-function-calling`` (``nodes/tool_format.py``, measured in
+    ``chatml-function-calling`` (``nodes/models/_tool_format.py``, measured in
     ``evals/model_results/toolcall_formats.json``)."""
 
     def __init__(self, **values: Any) -> None:
@@ -173,7 +173,7 @@ class Settings(BaseSettings):
                     "http://127.0.0.1:8000/v1, or OPENAI_API_KEY for api.openai.com"
                 )
         elif provider == "local":
-            from sopgraph.nodes.local_models import ensure_installed, local_model
+            from sopgraph.nodes.models._local_models import ensure_installed, local_model
 
             local_model(name)  # an unknown name is a SettingsError
             replaying = os.environ.get("SOPGRAPH_CASSETTE") and (

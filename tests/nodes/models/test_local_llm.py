@@ -13,15 +13,20 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from sopgraph.nodes.local_llm import LocalModelError, LocalModelServer, shared_server
-from sopgraph.nodes.local_models import (
+from sopgraph.nodes.models import (
+    LocalModelError,
+    LocalModelServer,
+    Settings,
+    chat_model,
+    dspy_lm,
+    shared_server,
+)
+from sopgraph.nodes.models._local_models import (
     LOCAL_MODELS,
     LocalModelUnavailable,
     ensure_installed,
     find_gguf,
 )
-from sopgraph.nodes.models import chat_model, dspy_lm
-from sopgraph.nodes.settings import Settings
 
 pytestmark = pytest.mark.local_llm
 
@@ -191,7 +196,7 @@ def test_a_killed_sopgraph_takes_its_server_with_it(tmp_path: Path):
     script = tmp_path / "hold.py"
     script.write_text(
         "import time\n"
-        "from sopgraph.nodes.local_llm import LocalModelServer\n"
+        "from sopgraph.nodes.models._local_llm import LocalModelServer\n"
         "s = LocalModelServer(model='smollm2', n_ctx=256).start()\n"
         "print(s._process.pid, flush=True)\n"
         "time.sleep(600)\n"

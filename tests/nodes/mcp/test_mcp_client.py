@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sopgraph.graphs.problems import SopError
-from sopgraph.nodes.mcp_client import McpError, McpPool, ServerConfig, load_server_configs
+from sopgraph.nodes.mcp import McpError, McpPool, ServerConfig, load_server_configs
 
 
 async def test_a_server_that_fails_to_start_reports_its_last_error_line():
@@ -33,7 +33,7 @@ async def test_unknown_server_name_lists_the_configured_ones():
     await pool.close()
 
 
-SOP = Path(__file__).resolve().parents[2] / "examples" / "service_interruption"
+SOP = Path(__file__).resolve().parents[3] / "examples" / "service_interruption"
 
 
 @pytest.fixture

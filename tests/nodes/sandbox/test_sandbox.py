@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from sopgraph.nodes.sandbox import TRUNCATION_MARKER, SandboxLimits, run_code
-from sopgraph.nodes.sandbox_selftest import (
+from sopgraph.nodes.sandbox.selftest import (
     HOST_MEMORY_LIMIT_MB,
     ProgramOutcome,
     SelftestReport,

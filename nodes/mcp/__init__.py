@@ -1,0 +1,14 @@
+"""MCP clients: a pool of open sessions that tools and sub-agents call during a run or a batch.
+
+This is the package's public surface; the pool (``_pool``) and the lean stdio JSON-RPC client
+(``_stdio``) are internals.
+
+Example:
+    >>> from sopgraph.nodes.mcp import McpPool, load_server_configs
+    >>> async with McpPool(load_server_configs(sop_dir)) as pool:
+    ...     rows = await pool.call("metrics", "execute_query", {"sql": "select 1"})
+"""
+
+from sopgraph.nodes.mcp._pool import McpError, McpPool, ServerConfig, load_server_configs
+
+__all__ = ["McpError", "McpPool", "ServerConfig", "load_server_configs"]
