@@ -84,7 +84,7 @@ LINT_PKG := $(VENV)/lint-pkg
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	rm -rf $(LINT_PKG)
+	rm -rf $(LINT_PKG) build  # setuptools' build/ keeps the files of modules since moved
 	$(PY) -m pip install -q --no-deps --no-build-isolation --target $(LINT_PKG) . 2>/dev/null
 	cd $(LINT_PKG) && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --config $(CURDIR)/pyproject.toml
 

@@ -30,9 +30,9 @@ from pydantic import BaseModel
 
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.home import home_dir
-from sopgraph.graphs.latency import percentile
 from sopgraph.graphs.loader import load_sop
 from sopgraph.nodes.ports import free_port
+from sopgraph.runtime.latency import percentile
 
 REPO = Path(__file__).resolve().parent.parent
 TRIAGE_SOP = EXAMPLES / "fc_alarm_triage"

@@ -6,7 +6,7 @@ servers over stdio (p50/p99), next to (2) the lower bound, the same tools called
 against the same stores walking the SOP in plain Python, and (3) the same graph on the SDK's
 MCP client instead of the lean one; then batches at ``concurrency`` with checkpoints in memory
 and in a durable SQLite file, in alternating chunks; then worker processes sharing a SQLite
-checkpoint store (``graphs.workers``). ``overhead_ratio`` is (1)/(2) at p50.
+checkpoint store (``runtime.workers``). ``overhead_ratio`` is (1)/(2) at p50.
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ from typing import Any
 from sopgraph.evals.fc_triage.dataset import Scenario
 from sopgraph.evals.in_process_mcp import InProcessMcp
 from sopgraph.evals.triage_eval import run_tokens
-from sopgraph.graphs import eventloop
 from sopgraph.graphs.compiler import entry_nodes
-from sopgraph.graphs.latency import percentile
 from sopgraph.graphs.model import Node
 from sopgraph.graphs.routing import fired_children
-from sopgraph.graphs.runner import Session
-from sopgraph.graphs.services import Services
 from sopgraph.graphs.topology import awalk
-from sopgraph.graphs.workers import run_workers
 from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import as_verdict
+from sopgraph.runtime import eventloop
+from sopgraph.runtime.latency import percentile
+from sopgraph.runtime.runner import Session
+from sopgraph.runtime.services import Services
+from sopgraph.runtime.workers import run_workers
 
 WARMUP = 10  # alarms through every path before timing: imports, server caches, DuckDB pages
 
@@ -220,7 +220,7 @@ async def bench_triage(
         stored = await stack.enter_async_context(
             Session(sop_dir, checkpoint=durable, mcp_pool=session.pool, **kw)
         )
-        durability = (  # how the durable batch survives a kill (graphs/runner.py)
+        durability = (  # how the durable batch survives a kill (runtime/runner.py)
             "node journal, a checkpoint per invocation"
             if stored.journal is not None
             else "a checkpoint per superstep"

@@ -19,10 +19,10 @@ from typing import Any
 import dspy
 
 from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Verdict
 from sopgraph.graphs.routing import fired_children
-from sopgraph.nodes.executor import ToolContext
 from sopgraph.nodes.router import DSPyRouter, FunctionCallingRouter, RouteFailed
 from sopgraph.prompts.judge import ConditionJudge, JudgeError
 from sopgraph.prompts.routing import render_context

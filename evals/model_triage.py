@@ -17,9 +17,9 @@ from typing import Any
 
 from sopgraph.evals.fc_triage.dataset import Scenario
 from sopgraph.evals.triage_eval import AlarmOutcome, compare
+from sopgraph.graphs.executors import ExecutorChain, Outcome, ToolContext
 from sopgraph.graphs.model import Node, Verdict
-from sopgraph.graphs.runner import RunResult, Session
-from sopgraph.nodes.executor import ExecutorChain, Outcome, ToolContext
+from sopgraph.runtime.runner import RunResult, Session
 
 
 def covering_sample(scenarios: list[Scenario], n: int) -> list[Scenario]:

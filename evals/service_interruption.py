@@ -237,7 +237,7 @@ async def evaluate(sop_dir: Path = SOP_DIR, case_ids: list[str] | None = None) -
     """
     # Imported here: the ground-truth half of this module (used by build.py) needs no LangGraph.
     from sopgraph.graphs.home import home_dir
-    from sopgraph.graphs.runner import Session
+    from sopgraph.runtime.runner import Session
 
     tree = read_tree(sop_dir / "sop_agent.yaml")
     cases = json.loads((sop_dir / "cases.json").read_text(encoding="utf-8"))["cases"]

@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from sopgraph.evals.fc_triage.dataset import LabeledCase, load_cases
+from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.units import unit_problems
-from sopgraph.nodes.executor import ToolContext
 from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import as_verdict
 from sopgraph.tools.params import ParamStore

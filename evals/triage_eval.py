@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from sopgraph.evals.fc_triage.dataset import Scenario
-from sopgraph.graphs.runner import RunResult, Session
+from sopgraph.runtime.runner import RunResult, Session
 
 
 class AlarmOutcome(BaseModel):

@@ -8,30 +8,31 @@ second parent reaches later is not decided again. Gated actions pause with ``int
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
+from sopgraph.graphs.approval import decide_approval
+from sopgraph.graphs.executors import ExecutorChain, NodeServices, Unavailable
 from sopgraph.graphs.input_schema import (
     InputError,
     entry_nodes,
     graph_input_typeddict,
     validate_run_input,
 )
-from sopgraph.graphs.journal import durable
 from sopgraph.graphs.model import Node, Sop, Verdict
 from sopgraph.graphs.routing import fired_children, unmatched_reason
 from sopgraph.graphs.run_spans import node_span, record_action, record_outcome
-from sopgraph.graphs.services import Services
 from sopgraph.graphs.state import RunState
 from sopgraph.graphs.topology import nodes_in_cycles, parents_of, reachable
-from sopgraph.nodes.action import decide_approval
-from sopgraph.nodes.executor import ExecutorChain, Unavailable
-from sopgraph.nodes.tool_node import ToolExecutor
 
 APPROVAL_POLICIES = ("ask", "approve", "reject")
+
+# What LangGraph calls for one SOP node, and what may wrap it (``compile_sop(wrap_node=...)``).
+NodeFunction = Callable[[Any, RunnableConfig], Awaitable[Command]]
 
 
 def _takes_nodes(router: Any) -> bool:
@@ -51,15 +52,15 @@ def _verdict_fields(v: Verdict) -> dict[str, Any]:
 
 class _NodeRunner:
     """The LangGraph node function for one SOP node: it decides the node, nothing else (what
-    a store needs to make the run outlast a kill wraps it: ``compile_sop``)."""
+    a store needs to make the run outlast a kill wraps it: ``compile_sop(wrap_node=...)``)."""
 
-    def __init__(self, node: Node, services: Services, parents: list[str], in_cycle: bool):
+    def __init__(self, node: Node, services: NodeServices, parents: list[str], in_cycle: bool):
         self.node = node
         self.services = services
         self.parents = parents
         self.in_cycle = in_cycle
         # an action performs its own tool, if it has one; no sub-agent improvises an action
-        self.action_tool = ToolExecutor(services.registry, services.log) if node.is_action else None
+        self.action_tool = services.action_executor() if node.is_action else None
 
     async def __call__(self, state: RunState, config: RunnableConfig) -> Command:
         node = self.node
@@ -182,7 +183,7 @@ class _NodeRunner:
             record["approver"] = who
         fired_on_error: list[str] = []
         outcome = None
-        if approved and self.services.registry.has(node.tool_name):
+        if approved and self.services.has_tool(node.tool_name):
             outcome = await ExecutorChain([self.action_tool]).decide(node, ctx)
             record["result"] = outcome.verdict.observed if outcome.verdict else None
             if outcome.verdict is None:
@@ -211,10 +212,11 @@ class _NodeRunner:
 
 def compile_sop(
     sop: Sop,
-    services: Services,
+    services: NodeServices,
     checkpointer: Any = None,
     name: str | None = None,
     entries: list[str] | None = None,
+    wrap_node: Callable[[NodeFunction], NodeFunction] | None = None,
 ):
     """Build and compile the LangGraph for ``sop``; with ``entries``, only the nodes those entry
     nodes reach (a run that starts there never leaves them).
@@ -223,6 +225,8 @@ def compile_sop(
     the fresh read of the entry route copies every channel, and each superstep visits them. A run
     started on an entry's graph keeps the same node ids, state and checkpoints as on the whole
     SOP's graph, which can read and continue it (resume, Studio, the LangGraph server).
+    ``wrap_node`` wraps each node function: the runtime passes what its checkpointer needs to
+    make a run outlast a kill (``runtime/journal.py``); the node itself only decides.
 
     Example:
         >>> graph = compile_sop(load_sop("examples/service_interruption"), services)
@@ -237,8 +241,9 @@ def compile_sop(
         if nid not in keep:
             continue
         dests = tuple(node.next.children()) or (END,)
-        # the saver's durability (if it tracks nodes) wraps the node: the node only decides
-        run = durable(_NodeRunner(node, services, parents[nid], nid in cyclic), checkpointer)
+        run: NodeFunction = _NodeRunner(node, services, parents[nid], nid in cyclic)
+        if wrap_node is not None:
+            run = wrap_node(run)
         builder.add_node(nid, run, destinations=dests)
 
     if entries is None:

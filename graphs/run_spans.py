@@ -94,7 +94,7 @@ def node_span(node_id: str, kind: str) -> Any:
 
 
 def record_outcome(span: Span, tool_name: str, outcome: Any) -> None:
-    """A decision node's outcome (``nodes.executor.Outcome``): executor, version, verdict."""
+    """A decision node's outcome (``graphs.executors.Outcome``): executor, version, verdict."""
     if not span.is_recording():
         return
     if outcome.executor == "tool":

@@ -49,7 +49,7 @@ class Hub:
                 await self.aclose()
 
     async def session(self, sop_id: str) -> Any:
-        """The open ``graphs.runner.Session`` of ``sop_id``."""
+        """The open ``runtime.runner.Session`` of ``sop_id``."""
         entry = self.catalog.get(sop_id)
         fut = self._sessions.get(sop_id)
         if fut is None:
@@ -93,7 +93,7 @@ class Hub:
         return self._models
 
     async def _own(self, sop_dir: Path, fut: asyncio.Future) -> None:
-        from sopgraph.graphs.runner import Session
+        from sopgraph.runtime.runner import Session
 
         try:
             models = self.models()

@@ -115,7 +115,7 @@ class SopgraphMCP(FastMCP):
 
 @contextmanager
 def _input_errors() -> Iterator[None]:
-    from sopgraph.graphs.runner import InputError  # lazily: listing tools need not load LangGraph
+    from sopgraph.runtime.runner import InputError  # lazily: listing tools need not load LangGraph
 
     try:
         yield

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 
+from sopgraph.graphs.executors import Executor
 from sopgraph.nodes.codeact import DEFAULT_MAX_TURNS, CodeActExecutor
-from sopgraph.nodes.executor import Executor
 from sopgraph.nodes.judge import JudgeExecutor
 from sopgraph.nodes.models import Settings, SettingsError
 from sopgraph.nodes.sandbox import SandboxLimits

@@ -32,10 +32,10 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from sopgraph.graphs.executors import Outcome, ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.graphs.untrusted_text import serialisable
-from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
 from sopgraph.nodes.mcp_functions import McpFunctions
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
 from sopgraph.prompts.codeact import (

@@ -17,9 +17,9 @@ from typing import Any
 
 import dspy
 
+from sopgraph.graphs.executors import Outcome, ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, record_usage
-from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
 from sopgraph.prompts.judge import ConditionJudge, JudgeError, lm_usage
 from sopgraph.prompts.routing import render_context
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.model import Node
-from sopgraph.nodes.executor import ToolContext
 from sopgraph.nodes.sandbox import ToolFn
 from sopgraph.prompts.codeact import FunctionSpec
 

@@ -16,10 +16,10 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from sopgraph.graphs.executors import Outcome, ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.nodes.codeact import NO_MODEL, message_text, model_label
-from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.prompts import subagent as texts
 from sopgraph.prompts.envelope import role_chat

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sopgraph.graphs.executors import Outcome, ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
-from sopgraph.nodes.executor import Outcome, ToolContext, Unavailable
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.registry import Registry, ToolIntegrityError, ToolMissing
 

@@ -19,7 +19,7 @@ def check_checkpoint(spec: str | None, *, must_exist: bool = False) -> None:
     if spec == "memory" or (spec or "").startswith(("postgres://", "postgresql://")):
         return
     if spec is None:
-        from sopgraph.graphs.runner import default_checkpoint_path
+        from sopgraph.runtime.runner import default_checkpoint_path
 
         path = default_checkpoint_path()
     else:

@@ -19,10 +19,10 @@ from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.evals.triage_eval import compare
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.home import home_dir
-from sopgraph.graphs.latency import percentile
-from sopgraph.graphs.runner import Session
 from sopgraph.html_report import write_report
 from sopgraph.report import alarm_table, status_of
+from sopgraph.runtime.latency import percentile
+from sopgraph.runtime.runner import Session
 from sopgraph.tools.params import ParamStore
 
 SOP_DIR = EXAMPLES / "fc_alarm_triage"

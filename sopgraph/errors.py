@@ -15,13 +15,13 @@ class UserError(Exception):
 # exception class whose module was never loaded cannot have been raised, and importing the
 # engine just to name its errors would slow every command down.
 _USER_ERRORS = {
-    "sopgraph.graphs.runner": ("InputError",),
+    "sopgraph.runtime.runner": ("InputError",),
     "sopgraph.nodes.mcp": ("McpError",),
     "sopgraph.tools.registry": ("RegistryError",),
     "sopgraph.nodes.models": ("SettingsError",),
     "sopgraph.graphs.telemetry": ("TelemetryError",),
     "sopgraph.graphs.drawing": ("DrawingError",),
-    "sopgraph.nodes.action": ("DecisionError",),
+    "sopgraph.graphs.approval": ("DecisionError",),
     "sopgraph.mcp_servers.server_auth": ("TokenError",),
 }
 

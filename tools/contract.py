@@ -3,7 +3,7 @@
 A tool file defines ``async def run(input, ctx) -> Verdict``: ``input`` is the run's input as
 the SOP's ``input`` contract validated it (a dict: an alarm's ``site`` and ``timestamp``, a
 refund's ``order_id``, whatever the SOP declares), ``ctx`` the node's parameters, its parents'
-verdicts and the MCP client (``nodes.executor.ToolContext``). Thresholds come from
+verdicts and the MCP client (``graphs.executors.ToolContext``). Thresholds come from
 ``ctx.params``, never from literals.
 
 Example:

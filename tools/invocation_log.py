@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from sopgraph.graphs.sqlite_wal import WalCheckpoints, use_wal
+from sopgraph.tools.sqlite_wal import WalCheckpoints, use_wal
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS invocations (

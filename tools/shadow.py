@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.model import Sop, Verdict
-from sopgraph.nodes.executor import ToolContext
 from sopgraph.nodes.tool_node import as_verdict
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore

@@ -19,9 +19,9 @@ from typing import Any
 from sopgraph.evals.fc_triage.build import WorldPaths
 from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.evals.fc_triage.plant import parse_ts
-from sopgraph.graphs.runner import Session
 from sopgraph.mcp_servers.drift import DEFAULTS, ENV, Drift
 from sopgraph.nodes.mcp import McpPool, load_server_configs
+from sopgraph.runtime.runner import Session
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry

@@ -49,7 +49,7 @@ class CompiledGraphAgent:
         self.session: Any = None
 
     async def __aenter__(self) -> CompiledGraphAgent:
-        from sopgraph.graphs.runner import Session
+        from sopgraph.runtime.runner import Session
 
         self.session = Session(
             self.graph, checkpoint="memory", approval="approve", mcp_pool=self.pool

@@ -21,7 +21,7 @@ from sopgraph.triage_world import TRIAGE_SOP, first_scenarios, world
 def cmd_bench_triage(args: argparse.Namespace) -> int:
     check_checkpoint(args.checkpoint)
     from sopgraph.evals.bench_triage import bench_triage
-    from sopgraph.graphs import eventloop
+    from sopgraph.runtime import eventloop
 
     models = models_for(args.arch)
     scenarios = first_scenarios(world(), "all", args.alarms)

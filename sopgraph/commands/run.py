@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Input mistakes first: the engine's imports take seconds.
     inp = _read_input(args.input) if args.input else {}
     check_checkpoint(args.checkpoint)
-    from sopgraph.graphs.runner import Session
+    from sopgraph.runtime.runner import Session
 
     models = models_for(args.arch)
 
@@ -70,7 +70,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     check_checkpoint(args.checkpoint, must_exist=True)
-    from sopgraph.graphs.runner import Session
+    from sopgraph.runtime.runner import Session
 
     models = models_for(args.arch)
 

@@ -15,8 +15,8 @@ from sopgraph.evals.bench_serve import (
     triage_inputs,
 )
 from sopgraph.evals.fc_triage.dataset import load_scenarios
-from sopgraph.graphs.latency import percentile
 from sopgraph.graphs.loader import load_sop
+from sopgraph.runtime.latency import percentile
 
 TRIAGE_SERVERS = {"conveyance_warehouse": 1, "ops_store": 1, "robotics_metrics": 1}
 

@@ -94,8 +94,8 @@ def test_repeated_runs_report_spread_and_how_often_each_target_was_met():
 
 async def test_plain_traverse_walks_the_path_the_graph_takes(scenarios):
     from sopgraph.evals.in_process_mcp import InProcessMcp
-    from sopgraph.graphs.runner import Session
-    from sopgraph.graphs.services import Services
+    from sopgraph.runtime.runner import Session
+    from sopgraph.runtime.services import Services
 
     async with Session(SOP, checkpoint="memory", approval="approve") as session:
         floor = Services(**{**session.services.__dict__, "mcp": InProcessMcp(SOP), "log": None})

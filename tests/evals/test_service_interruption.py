@@ -33,9 +33,9 @@ from sopgraph.evals.service_interruption import (
     read_tree,
     steps_match,
 )
-from sopgraph.graphs.runner import run_sop
 from sopgraph.mcp_servers.customer_service import World, build_server, load_cases
 from sopgraph.nodes.ports import free_port
+from sopgraph.runtime.runner import run_sop
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ["ServiceInterruptionHandle", "authenticate_customer"]

@@ -45,7 +45,7 @@ async def test_compiled_tools_match_ground_truth(fc_world, fc_home, monkeypatch)
 
 def _result_of(outcome):
     from sopgraph.graphs.model import Verdict
-    from sopgraph.graphs.runner import RunResult
+    from sopgraph.runtime.runner import RunResult
 
     kinds = {n: ("root_cause" if n in outcome.root_causes else "other") for n in outcome.path}
     return RunResult(

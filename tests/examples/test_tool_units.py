@@ -17,10 +17,10 @@ from fc_world import fc_home, fc_world  # noqa: F401
 
 from sopgraph.evals.fc_triage.dataset import load_cases
 from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Verdict
 from sopgraph.graphs.units import measured, threshold_unit, unit_problems
-from sopgraph.nodes.executor import ToolContext
 from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry

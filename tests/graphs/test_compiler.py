@@ -9,7 +9,7 @@ import sys
 import pytest
 from sop_factory import make_sop
 
-from sopgraph.graphs.runner import InputError, Session
+from sopgraph.runtime.runner import InputError, Session
 
 
 @pytest.fixture(autouse=True)
@@ -478,7 +478,7 @@ async def test_every_call_is_logged_when_the_run_returns(tmp_path, checkpoint):
     """Rows are held and written before each checkpoint write (SQLite): a reader in another
     connection sees them all once ``run`` returns. In memory they go in a group commit at most
     ``LOG_HOLD_S`` later; the session's own log sees them at once."""
-    from sopgraph.graphs.checkpointers import LOG_HOLD_S
+    from sopgraph.runtime.checkpointers import LOG_HOLD_S
     from sopgraph.tools.invocation_log import InvocationLog
 
     root = make_sop(tmp_path / "sop", PARALLEL, {n: "return Verdict(value=True)" for n in
@@ -501,7 +501,7 @@ def test_fresh_thread_ids_sort_by_creation():
     """Time first, then 80 random bits: SQLite stores append instead of writing all over."""
     import time
 
-    from sopgraph.graphs.runner import new_thread_id
+    from sopgraph.runtime.runner import new_thread_id
 
     ids = []
     for _ in range(3):

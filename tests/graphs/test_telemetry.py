@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sop_factory import make_sop
 
 from sopgraph.graphs import run_spans, telemetry
-from sopgraph.graphs.runner import Session
+from sopgraph.runtime.runner import Session
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "echo_metrics.py"
 

@@ -95,8 +95,8 @@ async def test_walk_runs_nodes_as_often_as_the_compiled_graph(tmp_path, monkeypa
     from sopgraph.graphs.loader import load_sop
     from sopgraph.graphs.model import Verdict
     from sopgraph.graphs.routing import fired_children
-    from sopgraph.graphs.runner import Session
     from sopgraph.graphs.topology import awalk, walk
+    from sopgraph.runtime.runner import Session
 
     monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
     decisions = [n for n, v in WALKS["nodes"].items() if v["kind"] != "action"]

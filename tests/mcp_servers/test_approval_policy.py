@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sop_factory import make_sop
 
-from sopgraph.graphs.runner import InputError, Session
+from sopgraph.runtime.runner import InputError, Session
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,13 +11,13 @@ from dspy.utils import DummyLM
 from fake_chat import ScriptedAgentModel, ScriptedChatModel
 from langchain_core.messages import AIMessage
 
+from sopgraph.graphs.executors import ToolContext, Unavailable
 from sopgraph.graphs.model import Node
 from sopgraph.nodes.codeact import (
     CodeActExecutor,
     clean_traceback,
     extract_code,
 )
-from sopgraph.nodes.executor import ToolContext, Unavailable
 from sopgraph.nodes.mcp import McpPool, ServerConfig
 from sopgraph.nodes.mcp_functions import allowed_servers, function_name
 from sopgraph.prompts.verdict import VerdictExtractor

@@ -14,9 +14,9 @@ import pytest
 import pytest_asyncio
 from fc_world import fc_world  # noqa: F401
 
+from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.nodes.codeact import CodeActExecutor
-from sopgraph.nodes.executor import ToolContext
 from sopgraph.nodes.mcp import McpPool, ServerConfig
 from sopgraph.nodes.models import (
     LocalModelServer,

@@ -13,9 +13,9 @@ from langchain_core.messages import AIMessage
 from sop_factory import make_sop
 
 from sopgraph.cli import main
-from sopgraph.graphs.runner import Session
 from sopgraph.nodes.architectures import ArchitectureError, executors_for, load_models
 from sopgraph.nodes.models import Settings, SettingsError
+from sopgraph.runtime.runner import Session
 from sopgraph.tools.registry import Registry
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "toy_metrics.py"

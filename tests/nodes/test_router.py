@@ -8,10 +8,10 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from sop_factory import make_sop
 
+from sopgraph.graphs.executors import ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
-from sopgraph.graphs.runner import Session
-from sopgraph.nodes.executor import ToolContext, Unavailable
 from sopgraph.nodes.router import FunctionCallingRouter, RouteFailed, branch_functions
+from sopgraph.runtime.runner import Session
 
 
 @pytest.fixture(autouse=True)

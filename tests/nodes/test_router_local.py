@@ -12,7 +12,6 @@ import time
 import pytest
 from sop_factory import make_sop
 
-from sopgraph.graphs.runner import Session
 from sopgraph.nodes.judge import JudgeExecutor
 from sopgraph.nodes.models import (
     LocalModelUnavailable,
@@ -23,6 +22,7 @@ from sopgraph.nodes.models import (
     shared_server,
 )
 from sopgraph.nodes.router import FunctionCallingRouter
+from sopgraph.runtime.runner import Session
 
 pytestmark = pytest.mark.local_llm
 

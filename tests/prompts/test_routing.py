@@ -7,13 +7,13 @@ import pytest
 from dspy.utils import DummyLM
 from sop_factory import make_sop
 
+from sopgraph.graphs.executors import ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
-from sopgraph.graphs.runner import Session
-from sopgraph.nodes.executor import ToolContext, Unavailable
 from sopgraph.nodes.judge import JudgeExecutor, is_free_text_condition
 from sopgraph.nodes.router import DSPyRouter, RouteFailed
 from sopgraph.prompts.judge import ConditionJudge, JudgeError, NoJudgeModel, judge_match
 from sopgraph.prompts.routing import numbered_conditions, render_context
+from sopgraph.runtime.runner import Session
 
 PERSISTS = "the customer says the problem persists"
 RESOLVED = "the customer says the problem is resolved"

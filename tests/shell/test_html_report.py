@@ -14,13 +14,13 @@ import pytest
 from sop_factory import make_sop
 
 from sopgraph.graphs.loader import load_sop
-from sopgraph.graphs.runner import Session
 from sopgraph.html_report import (
     observed_with_unit,
     render_report,
     threshold_with_unit,
     write_report,
 )
+from sopgraph.runtime.runner import Session
 from sopgraph.tools.params import ParamStore
 
 SHOOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.py"

@@ -82,7 +82,7 @@ def test_the_graph_sees_every_folder_of_the_package() -> None:
     tops = {name.split(".")[1] for name in graph if name.count(".") >= 1}
     assert {"cli", "graphs", "nodes", "tools", "prompts", "mcp_servers", "evals"} <= tops
     assert "sopgraph.commands.eval" in graph["sopgraph.cli"]  # `from pkg import mod as name`
-    assert "sopgraph.graphs.runner" in graph["sopgraph.commands.run"]  # imported in a function
+    assert "sopgraph.runtime.runner" in graph["sopgraph.commands.run"]  # imported in a function
 
 
 def test_the_check_finds_a_circle() -> None:

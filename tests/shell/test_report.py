@@ -85,8 +85,8 @@ def test_status_shows_fields_a_result_adds():
 
 
 def test_a_run_prints_what_tools_servers_and_models_wrote_escaped():
-    from sopgraph.graphs.runner import RunResult
     from sopgraph.report import format_run
+    from sopgraph.runtime.runner import RunResult
 
     forged = "\x1b[2K\r\x1b[32mcontained 99/99\x1b[0m\x07\u2028\u202e\ud800\nfake line"
     result = RunResult(

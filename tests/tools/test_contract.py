@@ -8,7 +8,7 @@ import sqlite3
 
 from sop_factory import make_sop
 
-from sopgraph.graphs.runner import Session
+from sopgraph.runtime.runner import Session
 from sopgraph.tools.contract import contract_problem
 
 REFUNDS = {

@@ -19,7 +19,7 @@ from toolmaker_sop import (
 )
 
 from sopgraph.cli import main
-from sopgraph.nodes.executor import ToolContext
+from sopgraph.graphs.executors import ToolContext
 from sopgraph.tools.commands import tools_list, tools_promote, tools_revert
 from sopgraph.tools.registry import Registry
 from sopgraph.tools.toolmaker.pipeline import make_tool, register, score_heldout

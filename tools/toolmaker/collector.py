@@ -14,8 +14,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.model import Node, Sop
-from sopgraph.nodes.executor import ToolContext
 from sopgraph.tools.toolmaker.catalog import preview
 from sopgraph.tools.toolmaker.record import Case, FieldSummary, McpExchange, Trace
 

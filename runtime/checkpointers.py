@@ -25,7 +25,7 @@ def open_checkpointer(spec: str | Path):
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
         return _postgres(AsyncPostgresSaver, str(spec))
-    from sopgraph.graphs.sqlite_saver import open_sqlite_saver
+    from sopgraph.runtime.sqlite_saver import open_sqlite_saver
 
     path = Path(spec)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,10 +54,10 @@ def checkpoint_id(snapshot: Any) -> str:
 
 def track_nodes(saver: Any, journal: bool) -> Any:
     """Let a SQLite ``saver`` count its threads' running nodes and, with ``journal``, journal
-    their results (``graphs/journal.py``); the saver when it journals, else None.
+    their results (``runtime/journal.py``); the saver when it journals, else None.
 
     Set before compiling: the compiler wraps each node for a saver that tracks its nodes."""
-    from sopgraph.graphs.sqlite_saver import LoopSqliteSaver
+    from sopgraph.runtime.sqlite_saver import LoopSqliteSaver
 
     if not isinstance(saver, LoopSqliteSaver):
         return None
@@ -77,7 +77,7 @@ def hold_log_rows(saver: Any, log: InvocationLog) -> bool:
     """
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from sopgraph.graphs.sqlite_saver import LoopSqliteSaver
+    from sopgraph.runtime.sqlite_saver import LoopSqliteSaver
 
     if isinstance(saver, LoopSqliteSaver):
         saver.before_write = log.flush

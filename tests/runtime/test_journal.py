@@ -10,8 +10,8 @@ import pytest
 from sop_factory import make_sop
 
 from sopgraph.graphs import compiler
-from sopgraph.graphs.journal import DurableNode
-from sopgraph.graphs.runner import Session
+from sopgraph.runtime.journal import DurableNode
+from sopgraph.runtime.runner import Session
 
 
 @pytest.fixture(autouse=True)

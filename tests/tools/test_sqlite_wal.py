@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from sopgraph.graphs import sqlite_wal
-from sopgraph.graphs.sqlite_wal import WalCheckpoints
+from sopgraph.tools import sqlite_wal
+from sopgraph.tools.sqlite_wal import WalCheckpoints
 
 
 def _writer(path):
@@ -45,7 +45,7 @@ def test_wal_mode_waits_for_a_writer_on_a_new_file(tmp_path):
     import sqlite3
     import threading
 
-    from sopgraph.graphs.sqlite_wal import use_wal
+    from sopgraph.tools.sqlite_wal import use_wal
 
     path = tmp_path / "new.sqlite"
     writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

@@ -1,8 +1,11 @@
-"""The executor interface: what decides a decision node, and the chain that picks the cheapest one.
+"""The contract between the compiled graph and whatever decides a node: the executor interface,
+the chain that picks the cheapest executor, and what the graph asks of the services it is given.
 
 A node is decided by the first executor of its chain that can serve it: a compiled tool,
 then (when a model is configured) a CodeAct sub-agent. An executor that cannot serve raises
-``Unavailable``; one that tried and failed raises anything else. Neither is a verdict.
+``Unavailable``; one that tried and failed raises anything else. Neither is a verdict. The
+executors themselves live in ``nodes/``, the services that carry them in ``runtime/``; the
+compiler (``graphs/compiler.py``) knows only this module.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sopgraph.graphs.model import Node, Verdict
+from sopgraph.graphs.model import Node, Sop, Verdict
 
 
 @dataclass
@@ -104,3 +107,38 @@ class ExecutorChain:
             ms=(time.perf_counter() - start) * 1000,
             attempts=attempts,
         )
+
+
+class Router(Protocol):
+    """Decides natural-language conditions (an LLM router); raises Unavailable with no model."""
+
+    async def choose(
+        self,
+        node: Node,
+        verdict: Verdict,
+        conditions: list[tuple[str, list[str]]],
+        ctx: ToolContext,
+    ) -> list[str]: ...
+
+
+class NodeServices(Protocol):
+    """What a compiled graph's nodes call at run time (``runtime/services.py`` is the one the
+    runtime passes): the SOP, the executor chain, the router, and an action's own tool."""
+
+    sop: Sop
+    chain: ExecutorChain
+    router: Router | None
+
+    def context(
+        self, node: Node, state: dict[str, Any], run_id: str, parents: list[str]
+    ) -> ToolContext:
+        """What the node's executor sees of the run: its text, parameters, parents, input."""
+        ...
+
+    def has_tool(self, name: str) -> bool:
+        """Whether a tool is registered under ``name`` (an action without one only records)."""
+        ...
+
+    def action_executor(self) -> Executor:
+        """The executor that performs an action node's own tool (no sub-agent improvises one)."""
+        ...

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sopgraph.graphs.runner import InputError, Session
-from sopgraph.graphs.workers import run_workers
+from sopgraph.runtime.runner import InputError, Session
+from sopgraph.runtime.workers import run_workers
 
 SOP = Path(__file__).resolve().parents[2] / "examples" / "service_interruption"
 CASES = [f"combo_{i:02d}" for i in range(8)]

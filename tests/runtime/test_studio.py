@@ -10,8 +10,8 @@ import pytest
 from sop_factory import make_sop
 
 from sopgraph.evals.langgraph_dev import REPO
-from sopgraph.graphs import studio
 from sopgraph.nodes.mcp import load_server_configs
+from sopgraph.runtime import studio
 
 ECHO_SERVER = Path(__file__).resolve().parents[1] / "servers" / "echo_metrics.py"
 SOP = {
@@ -42,7 +42,7 @@ def test_langgraph_json_names_module_level_graphs_without_checkpointer():
     assert set(config["graphs"]) >= {"service_interruption", "fc_alarm_triage", "sop"}
     for graph_id, spec in config["graphs"].items():
         module, name = spec.split(":")
-        assert module == "sopgraph.graphs.studio"
+        assert module == "sopgraph.runtime.studio"
         value = getattr(studio, name)
         if graph_id != "sop":
             assert value.checkpointer is None

@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sopgraph.graphs import eventloop
-from sopgraph.graphs.runner import InputError, RunResult, Session, new_thread_id
+from sopgraph.runtime import eventloop
+from sopgraph.runtime.runner import InputError, RunResult, Session, new_thread_id
 
 READY_TIMEOUT_S = 300.0  # a worker imports, compiles and starts its MCP servers first
 

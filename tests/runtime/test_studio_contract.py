@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sopgraph.graphs import studio
 from sopgraph.graphs.input_schema import InputError
+from sopgraph.runtime import studio
 
 
 def test_generic_sop_graph_without_configurable_sop_is_an_error():

@@ -23,7 +23,7 @@ are half a superstep's SQLite work. What is lost is their copy in the history: a
 checkpoint's ``StateSnapshot.tasks`` shows no ``result`` (LangGraph's ``durability="exit"``
 keeps none either). Interrupts, errors, resumes and Command updates are always stored.
 
-The node journal (``graphs/journal.py``) is this saver's too: its rows go in the same commits.
+The node journal (``runtime/journal.py``) is this saver's too: its rows go in the same commits.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from sopgraph.graphs.journal import JOURNAL_SQL, JOURNAL_TABLES, NodeJournal
-from sopgraph.graphs.sqlite_wal import WalCheckpoints, use_wal
+from sopgraph.runtime.journal import JOURNAL_SQL, JOURNAL_TABLES, NodeJournal
+from sopgraph.tools.sqlite_wal import WalCheckpoints, use_wal
 
 BUSY_TIMEOUT_S = 30.0  # workers sharing the file wait for each other's commits
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # LangGraph's, for writes no node made

@@ -3,7 +3,7 @@
 A run that was killed resumes on the same thread id without re-running the nodes that had
 completed. With SQLite checkpoints (the default) each node's result is journaled before the next
 node starts and LangGraph checkpoints when the invocation ends or pauses; a continued run gives
-the journaled results back instead of running those nodes (``graphs/journal.py``). Other
+the journaled results back instead of running those nodes (``runtime/journal.py``). Other
 stores (Postgres) are checkpointed every superstep (``durability="sync"``).
 """
 
@@ -13,36 +13,37 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from langgraph.types import Command
 
-from sopgraph.graphs.checkpointers import (
+from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop
+from sopgraph.graphs.executors import ExecutorChain
+from sopgraph.graphs.home import home_dir
+from sopgraph.graphs.input_schema import InputError, entry_nodes, validate_run_input
+from sopgraph.graphs.loader import load_sop
+from sopgraph.graphs.model import Sop
+from sopgraph.graphs.run_spans import current_traceparent, record_run, workflow_span
+from sopgraph.nodes.architectures import executors_for
+from sopgraph.nodes.mcp import McpPool, load_server_configs
+from sopgraph.nodes.tool_node import ToolExecutor
+from sopgraph.runtime.checkpointers import (
     checkpoint_id,
     hold_log_rows,
     open_checkpointer,
     track_nodes,
 )
-from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop
-from sopgraph.graphs.home import home_dir
-from sopgraph.graphs.input_schema import InputError, entry_nodes, validate_run_input
-from sopgraph.graphs.journal import REPLAY
-from sopgraph.graphs.loader import load_sop
-from sopgraph.graphs.model import Sop
-from sopgraph.graphs.resume import (
+from sopgraph.runtime.journal import REPLAY, durable
+from sopgraph.runtime.resume import (
     check_answer,
     continues_killed_resume,
     killed_resume_error,
     within_policy,
 )
-from sopgraph.graphs.run_result import RunResult, build_result
-from sopgraph.graphs.run_spans import current_traceparent, record_run, workflow_span
-from sopgraph.graphs.services import Services
-from sopgraph.nodes.architectures import executors_for
-from sopgraph.nodes.executor import ExecutorChain
-from sopgraph.nodes.mcp import McpPool, load_server_configs
-from sopgraph.nodes.tool_node import ToolExecutor
+from sopgraph.runtime.run_result import RunResult, build_result
+from sopgraph.runtime.services import Services
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry
@@ -149,7 +150,12 @@ class Session:
         if hold_log_rows(saver, self.log):  # the rows held are written when the session ends
             self._stack.callback(self.log.flush)
         self.journal = track_nodes(saver, self.use_journal)  # before compiling: see journal.py
-        self.graph = compile_sop(self.sop, self.services, checkpointer=saver)
+        self.graph = compile_sop(
+            self.sop,
+            self.services,
+            checkpointer=saver,
+            wrap_node=partial(durable, checkpointer=saver),
+        )
         if self.pool is not None and self.pool.servers:
             await self.pool.start()
             self._stack.push_async_callback(self.pool.close)
@@ -194,7 +200,14 @@ class Session:
         key = tuple(entries)
         graph = self._entry_graphs.get(key)
         if graph is None:
-            graph = compile_sop(self.sop, self.services, self.graph.checkpointer, entries=entries)
+            saver = self.graph.checkpointer
+            graph = compile_sop(
+                self.sop,
+                self.services,
+                saver,
+                entries=entries,
+                wrap_node=partial(durable, checkpointer=saver),
+            )
             self._entry_graphs[key] = graph
         return graph
 
@@ -277,7 +290,7 @@ class Session:
         approver: str | None,
     ) -> RunResult:
         """Run a killed invocation again as it was recorded; each node it had finished gives
-        back its journaled result instead of running (``graphs.journal.REPLAY``).
+        back its journaled result instead of running (``runtime.journal.REPLAY``).
 
         Within this process's ``policy``: a recorded policy that reaches further is cut down
         to it, recorded with ``approver`` (under ``reject`` a gated action that had not run is

@@ -12,8 +12,8 @@ recorded results given back (``REPLAY``) in place of running those nodes. LangGr
 per-superstep checkpoint (the copy of every channel, the blob and its row) is the cost this
 saves.
 
-``NodeJournal`` is the saver's side (``graphs/sqlite_saver.py`` mixes it in); ``durable`` is the
-node's side: the compiler wraps each node function with it, and the wrapper is a no-op for a
+``NodeJournal`` is the saver's side (``runtime/sqlite_saver.py`` mixes it in); ``durable`` is the
+node's side: the session has the compiler wrap each node function with it (``wrap_node``), and the wrapper is a no-op for a
 store that does not track its nodes (in memory, Postgres, the LangGraph server's own).
 """
 
@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
+
+if TYPE_CHECKING:  # an annotation only: the saver need not load the compiler
+    from sopgraph.graphs.compiler import NodeFunction
 
 # the configurable key of a continued run's journaled node results, by ``journal_key``
 REPLAY = "sopgraph_replay"
@@ -43,8 +45,6 @@ CREATE TABLE IF NOT EXISTS sopgraph_nodes (
 JOURNAL_TABLES = ("sopgraph_invocations", "sopgraph_nodes")
 INSERT_INVOCATION = "INSERT OR IGNORE INTO sopgraph_invocations VALUES (?, ?, ?, ?, ?, ?)"
 INSERT_NODE = "INSERT OR REPLACE INTO sopgraph_nodes VALUES (?, ?, ?, ?, ?)"
-
-NodeFunction = Callable[[Any, RunnableConfig], Awaitable[Command]]
 
 
 def journal_key(config: RunnableConfig) -> tuple[int, str]:

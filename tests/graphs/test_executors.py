@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from sopgraph.graphs.executors import ExecutorChain, Outcome, ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
-from sopgraph.nodes.executor import ExecutorChain, Outcome, ToolContext, Unavailable
 
 
 class _Fixed:

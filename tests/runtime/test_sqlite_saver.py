@@ -10,10 +10,10 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from sop_factory import make_sop
 
-from sopgraph.graphs import sqlite_saver
 from sopgraph.graphs.input_schema import InputError
-from sopgraph.graphs.runner import Session
-from sopgraph.graphs.sqlite_saver import (
+from sopgraph.runtime import sqlite_saver
+from sopgraph.runtime.runner import Session
+from sopgraph.runtime.sqlite_saver import (
     HOLD_S,
     NULL_TASK_ID,
     STEP_END_S,

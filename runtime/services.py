@@ -4,30 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from sopgraph.graphs.executors import Executor, ExecutorChain, Router, ToolContext
 from sopgraph.graphs.model import Node, Sop, Verdict
-from sopgraph.nodes.executor import ExecutorChain, ToolContext
+from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry
 
 
-class Router(Protocol):
-    """Decides natural-language conditions (an LLM router); raises Unavailable with no model."""
-
-    async def choose(
-        self,
-        node: Node,
-        verdict: Verdict,
-        conditions: list[tuple[str, list[str]]],
-        ctx: ToolContext,
-    ) -> list[str]: ...
-
-
 @dataclass
 class Services:
-    """Everything a node needs besides the state. One per SOP per process or batch."""
+    """Everything a node needs besides the state. One per SOP per process or batch; the
+    compiled graph sees it through ``graphs.executors.NodeServices``."""
 
     sop: Sop
     sop_dir: Path
@@ -55,3 +45,9 @@ class Services:
             mcp=self.mcp,
             node=node,
         )
+
+    def has_tool(self, name: str) -> bool:
+        return self.registry.has(name)
+
+    def action_executor(self) -> Executor:
+        return ToolExecutor(self.registry, self.log)

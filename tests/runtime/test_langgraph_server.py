@@ -22,7 +22,7 @@ from sop_factory import make_sop
 from sopgraph.evals.fc_triage.dataset import Scenario, load_scenarios
 from sopgraph.evals.langgraph_dev import CONFIG, REPO, LangGraphDev
 from sopgraph.graphs.loader import load_sop
-from sopgraph.graphs.studio import resolve_sop
+from sopgraph.runtime.studio import resolve_sop
 
 pytestmark = pytest.mark.slow
 

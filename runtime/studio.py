@@ -26,13 +26,13 @@ from langgraph.pregel import Pregel
 
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.compiler import compile_sop
+from sopgraph.graphs.executors import ExecutorChain
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.loader import SopError, load_sop
-from sopgraph.graphs.services import Services
 from sopgraph.graphs.state import RunState
-from sopgraph.nodes.executor import ExecutorChain
 from sopgraph.nodes.mcp import McpPool, ServerConfig, load_server_configs
 from sopgraph.nodes.tool_node import ToolExecutor
+from sopgraph.runtime.services import Services
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sopgraph.graphs.approval import DecisionError, decide_approval
 from sopgraph.graphs.input_schema import InputError
-from sopgraph.nodes.action import DecisionError, decide_approval
 
 _REACH = {"reject": 0, "ask": 1, "approve": 2}
 

@@ -1,0 +1,1 @@
+"""The runtime: sessions, services, workers, Studio entry points, checkpointers and the node journal."""
