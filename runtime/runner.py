@@ -20,7 +20,6 @@ from typing import Any
 from langgraph.types import Command
 
 from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop
-from sopgraph.graphs.executors import ExecutorChain
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.input_schema import InputError, entry_nodes, validate_run_input
 from sopgraph.graphs.loader import load_sop
@@ -45,7 +44,6 @@ from sopgraph.runtime.resume import (
 from sopgraph.runtime.run_result import RunResult, build_result
 from sopgraph.runtime.services import Services
 from sopgraph.tools.invocation_log import InvocationLog
-from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry
 
 # Called once per executed node with the node id and its state update (``on_step``).
@@ -119,27 +117,31 @@ class Session:
         self.in_memory = str(checkpoint) == "memory"  # checkpoints die with the process
         self.use_journal = journal  # SQLite: journal nodes, checkpoint per invocation (above)
         self.journal: Any = None  # the SQLite saver, when it journals this session's runs
-        self.registry = Registry(self.sop_dir / "tools")
         self.log = InvocationLog(log_path or home_dir() / "invocations.sqlite")
         if mcp_pool is not None:  # e.g. evals.in_process_mcp for a lower-bound benchmark
             self.pool = mcp_pool
         else:
             self.pool = McpPool(load_server_configs(self.sop_dir)) if mcp else None
         if executors is not None:  # explicit executors run after the compiled tools
-            chain = ExecutorChain([ToolExecutor(self.registry, self.log), *executors])
+
+            def chain(registry: Registry, log: InvocationLog) -> list[Any]:
+                return [ToolExecutor(registry, log), *executors]
+
         else:  # ``arch``: direct | subagent | codeact (nodes/architectures.py)
-            chain = ExecutorChain(executors_for(arch, model, self.registry, self.log, lm=lm))
+
+            def chain(registry: Registry, log: InvocationLog) -> list[Any]:
+                return executors_for(arch, model, registry, log, lm=lm)
+
         self.arch = arch
-        self.services = Services(
-            sop=self.sop,
-            sop_dir=self.sop_dir,
-            registry=self.registry,
-            params=ParamStore(self.sop, self.sop_dir),
-            chain=chain,
+        self.services = Services.for_sop(
+            self.sop,
+            self.sop_dir,
             log=self.log,
+            executors=chain,
             mcp=self.pool,
             router=router if router is not None else default_router(model),
         )
+        self.registry = self.services.registry
         self._stack = AsyncExitStack()
         self.graph = None  # the whole SOP: reads, resumes and continued runs
         self._entry_graphs: dict[tuple[str, ...], Any] = {}  # new runs, by entry nodes

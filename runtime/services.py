@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,32 @@ class Services:
     mcp: Any = None  # nodes.mcp.McpPool
     router: Router | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_sop(
+        cls,
+        sop: Sop,
+        sop_dir: Path,
+        *,
+        log: InvocationLog,
+        executors: Callable[[Registry, InvocationLog], list[Executor]],
+        mcp: Any = None,
+        router: Router | None = None,
+    ) -> Services:
+        """The services of one SOP: its tool library, its parameters and the executor chain
+        that ``executors`` builds over them. The session and the Studio graphs both wire
+        through here."""
+        registry = Registry(sop_dir / "tools")
+        return cls(
+            sop=sop,
+            sop_dir=sop_dir,
+            registry=registry,
+            params=ParamStore(sop, sop_dir),
+            chain=ExecutorChain(executors(registry, log)),
+            log=log,
+            mcp=mcp,
+            router=router,
+        )
 
     def context(
         self, node: Node, state: dict[str, Any], run_id: str, parents: list[str]

@@ -26,7 +26,6 @@ from langgraph.pregel import Pregel
 
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.compiler import compile_sop
-from sopgraph.graphs.executors import ExecutorChain
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.loader import SopError, load_sop
 from sopgraph.graphs.state import RunState
@@ -34,8 +33,6 @@ from sopgraph.nodes.mcp import McpPool, ServerConfig, load_server_configs
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.runtime.services import Services
 from sopgraph.tools.invocation_log import InvocationLog
-from sopgraph.tools.params import ParamStore
-from sopgraph.tools.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +91,11 @@ def build_graph(sop_path: str | Path) -> Pregel:
     sop_dir = resolve_sop(sop_path)
     sop_dir = sop_dir if sop_dir.is_dir() else sop_dir.parent
     sop = load_sop(sop_dir)
-    registry = Registry(sop_dir / "tools")
-    log_ = InvocationLog(home_dir() / "invocations.sqlite")
-    services = Services(
-        sop=sop,
-        sop_dir=sop_dir,
-        registry=registry,
-        params=ParamStore(sop, sop_dir),
-        chain=ExecutorChain([ToolExecutor(registry, log_)]),
-        log=log_,
+    services = Services.for_sop(
+        sop,
+        sop_dir,
+        log=InvocationLog(home_dir() / "invocations.sqlite"),
+        executors=lambda registry, log_: [ToolExecutor(registry, log_)],
         mcp=LoopPools(load_server_configs(sop_dir)),
     )
     return compile_sop(sop, services, checkpointer=None, name=sop.id)
