@@ -12,15 +12,9 @@ import duckdb
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
-from sopgraph.mcp_servers.paging import (
-    DEFAULT_PAGE_SIZE,
-    READ_ONLY,
-    check_page,
-    page_from_cursor,
-    parse_args,
-    serve,
-    strip_sql,
-)
+from sopgraph.mcp_servers.paging import DEFAULT_PAGE_SIZE, check_page, page_from_cursor
+from sopgraph.mcp_servers.serving import READ_ONLY, parse_args, serve
+from sopgraph.mcp_servers.sql import strip_sql
 
 ENV_DB = "SOPGRAPH_CONVEYANCE_DB"
 

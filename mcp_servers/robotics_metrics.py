@@ -19,7 +19,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
 from sopgraph.mcp_servers import drift as drift_mod
-from sopgraph.mcp_servers.paging import READ_ONLY, check_page, parse_args, serve, slice_items
+from sopgraph.mcp_servers.paging import check_page, slice_items
 from sopgraph.mcp_servers.promql import (
     LABELS,
     SUPPORTED,
@@ -30,6 +30,7 @@ from sopgraph.mcp_servers.promql import (
     parse_step,
     parse_time,
 )
+from sopgraph.mcp_servers.serving import READ_ONLY, parse_args, serve
 
 ENV_DB = "SOPGRAPH_ROBOTICS_DB"
 MAX_POINTS = 11_000  # per series, as Prometheus
