@@ -9,17 +9,19 @@ columns; a run that ends without them, or past its budget, is not completed.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, Literal
 
 import openai
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from pydantic import BaseModel, Field, create_model
 
 from sopgraph.evals.sopbench.agent_result import AgentResult
 from sopgraph.evals.sopbench.answer import parse_answer
@@ -36,7 +38,8 @@ using the tools to get the data it needs.
 {sop}
 </sop>
 
-When you are done, give the final answer as XML tags, one per field: {tags}"""
+When you are done, call the `answer` tool with the final answer, one argument per field
+(the fields of the XML tags {tags} the SOP may ask for)."""
 
 REACT_NOTE = """
 Work in the ReAct style: before each tool call write one short Thought saying what you
@@ -167,12 +170,21 @@ class McpToolsAgent:
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()
 
-    def _result(self, messages: list[BaseMessage], start: float, error: str | None) -> AgentResult:
+    def _result(
+        self,
+        messages: list[BaseMessage],
+        start: float,
+        error: str | None,
+        answer: dict[str, str] | None = None,
+    ) -> AgentResult:
         final = next(
             (str(m.content) for m in reversed(messages) if isinstance(m, AIMessage) and m.content),
             "",
         )
-        answer = parse_answer(final, self.domain.output_columns) if error is None else None
+        if answer is not None:
+            final = final or json.dumps(answer)
+        elif error is None:
+            answer = parse_answer(final, self.domain.output_columns)
         if error is None and answer is None:
             error = f"final answer lacks {self.domain.output_columns}"
         return AgentResult(
@@ -186,43 +198,89 @@ class McpToolsAgent:
         )
 
 
-class FunctionCallingAgent(McpToolsAgent):
-    """The FC agent: native tool calls in a loop until the model answers or the budget ends."""
+ANSWER_TOOL = "answer"
+REPEAT_NOTE = (
+    "\n\n(You already called {name} with these arguments; the result above is the earlier one, "
+    "not run again. Do not repeat the call: call another tool the procedure needs, or call "
+    f"{ANSWER_TOOL} now.)"
+)
+FORCE_NOTE = (
+    "The turn budget is nearly spent: call {answer} now with the decision the procedure gives "
+    "for the results above."
+)
+_QUOTED = re.compile(r"[\"“]([^\"”\n]{1,40})[\"”]")
 
-    name = "fc"
-    turns = FC_TURNS
 
-    async def solve(self, task: Task) -> AgentResult:
-        start = time.perf_counter()
-        by_name = {t.name: t for t in self.tools}
-        model = self.model.bind_tools(self.tools)
-        messages: list[BaseMessage] = [
-            SystemMessage(system_prompt(self.domain)),
-            HumanMessage(task_prompt(task)),
-        ]
-        try:
-            for _ in range(self.turns):
-                view = tool_results_as_text(messages) if self.as_text else messages
-                reply = await model.ainvoke(view)
-                messages.append(reply)
-                if not reply.tool_calls:
-                    return self._result(messages, start, None)
-                for call in reply.tool_calls:
-                    tool = by_name.get(call["name"])
-                    if tool is None:
-                        content = f"error: no tool named {call['name']!r}"
-                        messages.append(ToolMessage(content, tool_call_id=call["id"]))
-                        continue
-                    messages.append(await tool.ainvoke({**call, "type": "tool_call"}))
-        except openai.APITimeoutError as exc:  # too slow for the request timeout: not completed
-            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
-        except (openai.APIConnectionError, openai.InternalServerError) as exc:
-            if _unreachable(exc):
-                raise  # no model to ask: stop the run (it resumes) rather than record a failure
-            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
-        except Exception as exc:  # noqa: BLE001 - an execution error is the metric (ECR), kept
-            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
-        return self._result(messages, start, f"turn budget of {self.turns} model calls ended")
+def allowed_values(sop_text: str, column: str) -> list[str]:
+    """The values the SOP text itself lists for ``column``, or [] when it lists none.
+
+    Read from the sentences that name the column (its name, or its last word: "the decision
+    is \"Approved\"" for ``refund_decision``): the quoted values there, when there are at least
+    two. Never from the data: a value the SOP does not spell out leaves the field free text.
+    """
+    words = [w for w in re.split(r"[\s_-]+", column.lower()) if w]
+    if not words:
+        return []
+    keys = {" ".join(words), words[-1]}
+    values: list[str] = []
+    for sentence in re.split(r"(?<=[.;:!?])\s+|\n", sop_text):
+        low = sentence.lower().replace("_", " ")
+        if any(re.search(rf"\b{re.escape(k)}\b", low) for k in keys):
+            values += [v.strip() for v in _QUOTED.findall(sentence) if v.strip()]
+    unique = list(dict.fromkeys(values))
+    return unique if len(unique) >= 2 else []
+
+
+def answer_schema(domain: Domain) -> type[BaseModel]:
+    """The ``answer`` action: one field per output column, an enum where the SOP lists values."""
+    fields: dict[str, Any] = {}
+    for col in domain.output_columns:
+        values = allowed_values(domain.sop_text, col)
+        kind: Any = Literal[tuple(values)] if values else str  # type: ignore[valid-type]
+        fields[col] = (kind, Field(description=f"the SOP's {col}"))
+    model = create_model(ANSWER_TOOL, __doc__="The final answer the procedure gives.", **fields)
+    return model
+
+
+class LoopGuard(AgentMiddleware):
+    """A repeated identical tool call is not run again: the earlier result, with a note to answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[str, str] = {}
+        self.repeats = 0
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        call = request.tool_call
+        key = json.dumps([call["name"], call.get("args") or {}], sort_keys=True, default=str)
+        if key in self.seen:
+            self.repeats += 1
+            note = REPEAT_NOTE.format(name=call["name"])
+            return ToolMessage(self.seen[key] + note, tool_call_id=call["id"], name=call["name"])
+        result = await handler(request)
+        if isinstance(result, ToolMessage):
+            self.seen[key] = content_text(result.content)
+        return result
+
+
+class ForceAnswer(AgentMiddleware):
+    """On the budget's last model call, only the ``answer`` action is offered (tool_choice).
+
+    With ``response_format=ToolStrategy`` the agent binds its tools with ``tool_choice: any``;
+    with no other tool left that is the answer, which the local server's JSON-schema grammar
+    then enforces (``nodes/models/_tool_format``).
+    """
+
+    def __init__(self, turns: int) -> None:
+        super().__init__()
+        self.turns = turns
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        done = sum(isinstance(m, AIMessage) for m in request.messages)
+        if done >= self.turns - 1:
+            note = HumanMessage(FORCE_NOTE.format(answer=ANSWER_TOOL))
+            request = request.override(tools=[], messages=[*request.messages, note])
+        return await handler(request)
 
 
 class _ToolResultsAsText(AgentMiddleware):
@@ -232,40 +290,83 @@ class _ToolResultsAsText(AgentMiddleware):
         return await handler(request.override(messages=tool_results_as_text(request.messages)))
 
 
-class ReActAgent(McpToolsAgent):
-    """The ReAct agent: LangChain's prebuilt agent graph, Thought before each action, 15 turns."""
+class _BaselineAgent(McpToolsAgent):
+    """LangChain's ``create_agent`` over the domain's tools, a typed answer and a turn budget.
 
-    name = "react"
-    turns = REACT_TURNS
+    The answer is a ``ToolStrategy`` response format (an ``answer`` tool from the first turn,
+    the output columns as its schema); ``LoopGuard`` answers repeated calls from memory;
+    ``ForceAnswer`` leaves only the answer on the last budgeted call. A model that still
+    answers in text is parsed for the output tags, as the paper's agents are.
+    """
+
+    react = False
 
     async def solve(self, task: Task) -> AgentResult:
         from langchain.agents import create_agent
+        from langchain.agents.structured_output import ToolStrategy
         from langgraph.errors import GraphRecursionError
 
         start = time.perf_counter()
+        guard = LoopGuard()
+        middleware: list[AgentMiddleware] = [guard, ForceAnswer(self.turns)]
+        if self.as_text:
+            middleware.append(_ToolResultsAsText())
         agent = create_agent(
             self.model,
             self.tools,
-            system_prompt=system_prompt(self.domain, react=True),
-            middleware=[_ToolResultsAsText()] if self.as_text else [],
+            system_prompt=system_prompt(self.domain, react=self.react),
+            response_format=ToolStrategy(answer_schema(self.domain)),
+            middleware=middleware,
         )
         inp = {"messages": [HumanMessage(task_prompt(task))]}
         messages: list[BaseMessage] = []
+        structured: Any = None
         try:
             # model and tool steps alternate: the last model call is step 2 * turns - 1
-            config = {"recursion_limit": 2 * self.turns - 1}
+            config = {"recursion_limit": 2 * self.turns}
             async for state in agent.astream(inp, config, stream_mode="values"):
                 messages = state["messages"]
+                structured = state.get("structured_response", structured)
         except GraphRecursionError:
             return self._result(messages, start, f"turn budget of {self.turns} model calls ended")
-        except openai.APITimeoutError as exc:
+        except openai.APITimeoutError as exc:  # too slow for the request timeout: not completed
             return self._result(messages, start, f"{type(exc).__name__}: {exc}")
         except (openai.APIConnectionError, openai.InternalServerError) as exc:
             if _unreachable(exc):
-                raise
+                raise  # no model to ask: stop the run (it resumes) rather than record a failure
             return self._result(messages, start, f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - an execution error is the metric (ECR), kept
             return self._result(messages, start, f"{type(exc).__name__}: {exc}")
-        if not any(isinstance(m, ToolMessage) for m in messages):
+        turns = sum(isinstance(m, AIMessage) for m in messages)
+        if structured is None and turns >= self.turns and _calls_pending(messages):
+            return self._result(messages, start, f"turn budget of {self.turns} model calls ended")
+        if self.react and not any(
+            isinstance(m, ToolMessage) and m.name != ANSWER_TOOL for m in messages
+        ):
             return self._result(messages, start, "answered without calling a tool")
-        return self._result(messages, start, None)
+        answer = None
+        if structured is not None:
+            data = structured.model_dump() if isinstance(structured, BaseModel) else structured
+            answer = {c: str(data.get(c, "")) for c in self.domain.output_columns}
+        return self._result(messages, start, None, answer)
+
+
+def _calls_pending(messages: list[BaseMessage]) -> bool:
+    """The last model reply asked for tools (the agent stopped for its budget, not an answer)."""
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    return bool(last and last.tool_calls)
+
+
+class FunctionCallingAgent(_BaselineAgent):
+    """The FC agent: native tool calls until the model answers, at most 10 model calls."""
+
+    name = "fc"
+    turns = FC_TURNS
+
+
+class ReActAgent(_BaselineAgent):
+    """The ReAct agent: a Thought before each action, at most 15 model calls."""
+
+    name = "react"
+    turns = REACT_TURNS
+    react = True

@@ -11,7 +11,9 @@ Three formats, compared live by ``sopgraph model toolcall-formats``
   hermes parser does. Earlier calls go back in the same form and tool results as ``tool``
   turns (the template renders them as ``<tool_response>``).
 - ``json-schema``: the tools described in the system prompt and the reply constrained by a
-  JSON schema (llama.cpp's grammar) to ``{"tool", "arguments"}`` or ``{"answer"}``.
+  JSON schema (llama.cpp's grammar) to ``{"tool", "arguments"}`` or ``{"answer"}``; a
+  ``tool_choice`` of ``required`` leaves out the text answer and one naming a tool leaves only
+  that tool (how an agent forces its typed answer).
 
 The front (``model_proxy``) applies a ``ToolCallAdapter`` to requests that offer tools and to
 their replies; requests without tools (DSPy, CodeAct) pass unchanged. Cassettes keep the
@@ -274,13 +276,25 @@ JSON_TOOLS = """
 You can call these tools (name: description; arguments as a JSON schema):
 {tools}
 
-Reply with one JSON object only: {{"tool": "<tool name>", "arguments": {{...}}}} to call a tool,
-or {{"answer": "<your reply>"}} when you need no more tools."""
+Reply with one JSON object only: {{"tool": "<tool name>", "arguments": {{...}}}} to call a tool{rest}"""
+JSON_TEXT_ANSWER = """,
+or {"answer": "<your reply>"} when you need no more tools."""
+
+
+def _forced_tool(choice: Any) -> str | None:
+    """The tool a ``tool_choice`` names (``{"type": "function", "function": {"name": …}}``)."""
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name")
+        return name if isinstance(name, str) else None
+    return None
 
 
 def _json_schema_request(body: dict[str, Any]) -> dict[str, Any]:
     tools = [t["function"] for t in body.pop("tools", []) if "function" in t]
-    body.pop("tool_choice", None)
+    choice = body.pop("tool_choice", None)
+    forced = _forced_tool(choice)
+    if forced is not None:
+        tools = [t for t in tools if t["name"] == forced] or tools
     body.pop("parallel_tool_calls", None)
     described = "\n".join(
         f"- {t['name']}: {t.get('description', '')}; arguments: "
@@ -305,7 +319,8 @@ def _json_schema_request(body: dict[str, Any]) -> dict[str, Any]:
             messages.append({"role": "user", "content": f"Result of {name}: {_text(m.get('content'))}"})  # fmt: skip
         else:
             messages.append(m)
-    extra = JSON_TOOLS.format(tools=described)
+    free_text = choice not in ("required", "any") and forced is None
+    extra = JSON_TOOLS.format(tools=described, rest=JSON_TEXT_ANSWER if free_text else ".")
     if messages and messages[0].get("role") == "system":
         messages[0] = {**messages[0], "content": _text(messages[0].get("content")) + extra}
     else:
@@ -324,9 +339,10 @@ def _json_schema_request(body: dict[str, Any]) -> dict[str, Any]:
         }
         for t in tools
     ]
-    choices.append(
-        {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-    )
+    if free_text:
+        choices.append(
+            {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+        )
     body["response_format"] = {"type": "json_object", "schema": {"anyOf": choices}}
     return body
 

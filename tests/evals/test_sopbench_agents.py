@@ -92,7 +92,7 @@ async def test_baseline_follows_tool_results_to_the_answer(cls):
     assert "45" in results[1].steps[1]["result"]  # the simulator's answer reached the model
     assert "No order found" in results[4].steps[0]["result"]  # a tool error is shown, not raised
     assert results[0].tokens["total_tokens"] > 0
-    assert [t.name for t in model.bound_tools] == ["getOrder", "daysSinceDelivery"]
+    assert [t.name for t in model.bound_tools] == ["getOrder", "daysSinceDelivery", "answer"]
     prompt = model.seen[0][0].content
     assert "Look up the order with getOrder" in prompt  # the SOP is in the system prompt
     assert "Approved" not in model.seen[0][1].content  # the answer never reaches the agent
@@ -107,6 +107,40 @@ async def test_turn_budget_ends_a_looping_agent(cls, budget):
         result = await agent.solve(domain.tasks[0])
     assert result.answer is None and "turn budget" in result.error
     assert result.turns == budget
+    # the repeated call ran once; later ones got the earlier result with a note to answer
+    assert "already called getOrder" in result.steps[1]["result"]
+    # the last call offered only the typed answer, with a note saying so
+    assert "budget is nearly spent" in model.seen[-1][-1].content
+
+
+@pytest.mark.parametrize("cls", [FunctionCallingAgent, ReActAgent])
+async def test_typed_answer_ends_the_run(cls):
+    domain = load_domain(REFUND)
+
+    def responder(messages):
+        if not any(isinstance(m, ToolMessage) for m in messages):
+            return AIMessage(
+                "", tool_calls=[_call("daysSinceDelivery", {"order_id": "O_002"}, "c")]
+            )
+        args = {"refund_decision": "Rejected"}
+        return AIMessage(
+            "", tool_calls=[{"name": "answer", "args": args, "id": "a", "type": "tool_call"}]
+        )
+
+    async with cls(domain, ScriptedChatModel(responder=responder)) as agent:
+        r = await agent.solve(domain.tasks[1])
+    assert r.error is None and r.answer == {"refund_decision": "Rejected"} and r.turns == 2
+
+
+def test_answer_schema_takes_the_sop_values_never_the_data():
+    from sopgraph.evals.sopbench.agents import allowed_values, answer_schema
+
+    schema = answer_schema(load_domain(REFUND)).model_json_schema()
+    assert schema["title"] == "answer" and schema["required"] == ["refund_decision"]
+    assert schema["properties"]["refund_decision"]["enum"] == ["Rejected", "Approved"]
+    assert allowed_values('Set the status to "open".', "status") == []  # one value: free text
+    assert allowed_values('The risk is "low" or "high". Say "hello".', "risk_level") == []
+    assert allowed_values('The risk level is "low" or "high".', "risk_level") == ["low", "high"]
 
 
 async def test_unparsable_answer_and_react_without_tools_are_not_completed():
@@ -127,7 +161,8 @@ async def test_bloat_offers_distractors_to_the_agent():
     async with FunctionCallingAgent(domain, model, extra) as agent:
         r = await agent.solve(domain.tasks[0])
     assert r.answer == {"refund_decision": "Approved"}
-    assert [t.name for t in model.bound_tools] == ["getOrder", "daysSinceDelivery", "issueRefund"]
+    offered = [t.name for t in model.bound_tools]
+    assert offered == ["getOrder", "daysSinceDelivery", "issueRefund", "answer"]
 
 
 class _Interrupting:

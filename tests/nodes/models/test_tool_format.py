@@ -233,3 +233,21 @@ def test_schemas_are_made_safe_for_llama_cpp_grammars():
     # spelt out, maxLength 2000 was 2,000 nested rules, and the pattern an escape llama.cpp rejects
     gbnf = grammar.json_schema_to_gbnf(json.dumps(arguments))
     assert gbnf.count("(") < 60 and "\\d" not in gbnf
+
+
+def test_json_schema_tool_choice_forces_a_call_or_one_tool():
+    answer = {"type": "function", "function": {"name": "answer", "parameters": {"type": "object"}}}
+    body = {"messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER, answer]}
+    adapter = ToolCallAdapter("json-schema")
+
+    def offered(**extra):
+        union = adapter.request({**body, **extra})["response_format"]["schema"]["anyOf"]
+        return [u["properties"].get("tool", {}).get("const", "text") for u in union]
+
+    assert offered() == ["get_weather", "answer", "text"]
+    assert offered(tool_choice="auto") == ["get_weather", "answer", "text"]
+    assert offered(tool_choice="required") == ["get_weather", "answer"]  # no free-text reply
+    named = {"type": "function", "function": {"name": "answer"}}
+    assert offered(tool_choice=named) == ["answer"]
+    prompt = adapter.request({**body, "tool_choice": named})["messages"][0]["content"]
+    assert "get_weather" not in prompt and '{"answer": "<your reply>"}' not in prompt
