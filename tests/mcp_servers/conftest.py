@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kill_resume import stop
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -69,13 +70,7 @@ class HttpServer:
             yield session
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
 
 
 @pytest.fixture
