@@ -25,6 +25,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
     if sop_dir.is_dir() and not (sop_dir / "sop.yaml").exists():
         raise UserError(f"{sop_dir}: no sop.yaml in this folder; give an SOP file or its folder")
     sop_dir = sop_dir if sop_dir.is_dir() else sop_dir.parent
+    if args.action == "convert-check":
+        return _convert_check(sop_dir, args)
     takes = {"list": 0, "promote": 2, "revert": 1, "remove": 1, "rehash": 1}[args.action]
     given = [a for a in (args.node, args.version) if a is not None]
     if len(given) > takes:
@@ -46,6 +48,35 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return 0
 
 
+def _convert_check(sop_dir: Path, args: argparse.Namespace) -> int:
+    """Which active tools are specs, each checked verdict-identical to the version it replaced."""
+    import asyncio
+    import json
+
+    from sopgraph.evals.spec_check import convert_check, render
+    from sopgraph.progress import progress_bar
+
+    if args.cases:
+        cases = Path(args.cases)
+    else:
+        from sopgraph.triage_world import world
+
+        cases = world().cases
+    if not cases.is_dir():
+        raise UserError(f"--cases {cases}: no such folder of labeled cases (<node>.jsonl)")
+    nodes = [args.node] if args.node else None
+    with progress_bar(not args.json) as bar:
+        task = bar.add_task("comparing versions on every labeled case", total=None)
+        results = asyncio.run(
+            convert_check(sop_dir, cases, nodes, on_node=lambda _: bar.advance(task))
+        )
+    if args.json:
+        print(json.dumps([r.model_dump() | {"ok": r.ok} for r in results], indent=2))
+    else:
+        print(render(results))
+    return 0 if all(r.ok for r in results if r.spec) else 1
+
+
 def register(sub: Any) -> None:
     """Register ``tools`` on the top-level subparsers."""
     t = sub.add_parser(
@@ -53,12 +84,16 @@ def register(sub: Any) -> None:
     )
     t.add_argument(
         "action",
-        choices=["list", "promote", "revert", "remove", "rehash", "make"],
+        choices=["list", "promote", "revert", "remove", "rehash", "make", "convert-check"],
         help="rehash: accept edited tool files by recording their new sha256; "
-        "make: see `sopgraph tools make --help`",
+        "make: see `sopgraph tools make --help`; convert-check: which active tools are specs, "
+        "each compared with the version it replaced on every labeled case",
     )
     t.add_argument("sop", help="SOP file or folder")
     t.add_argument("node", nargs="?", help="node id (promote, revert, remove; rehash: optional)")
     t.add_argument("version", nargs="?", type=int, help="version number (promote)")
-    t.add_argument("--json", action="store_true", help="list: print the registry as JSON")
+    t.add_argument("--json", action="store_true", help="list, convert-check: print JSON")
+    t.add_argument(
+        "--cases", help="convert-check: folder of labeled cases (default: the triage world's)"
+    )
     t.set_defaults(fn=cmd_tools)

@@ -10,8 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_FILES = sorted(ROOT.glob("examples/*/tools/*/v*.py"))
-ALLOWED_PROJECT_IMPORTS = {"sopgraph.graphs.model", "sopgraph.tools.kit"}
+ALLOWED_PROJECT_IMPORTS = {"sopgraph.graphs.model", "sopgraph.tools.kit", "sopgraph.tools.spec"}
 KIT = ROOT / "tools" / "kit.py"
+SPEC_FILES = sorted((ROOT / "tools" / "spec").glob("*.py"))
 FORBIDDEN_NAMES = {"open", "exec", "eval", "__import__", "compile"}
 DATA_SUFFIXES = (".duckdb", ".sqlite", ".jsonl", ".parquet", ".csv", "fc_world", "cases.json")
 
@@ -74,3 +75,21 @@ def test_the_kit_is_standard_library_only():
         name.split(".")[0] in sys.stdlib_module_names or name == "__future__" for name in imported
     ), imported
     assert _problems(KIT) == []
+
+
+@pytest.mark.parametrize("path", SPEC_FILES, ids=lambda p: p.name)
+def test_the_spec_runtime_uses_only_the_kit_and_the_standard_library(path):
+    """A spec tool is as hygienic as a hand-written one: its runtime reaches data only
+    through the kit's MCP calls."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for name in names:
+                assert (
+                    name.split(".")[0] in sys.stdlib_module_names
+                    or name == "__future__"
+                    or name in ALLOWED_PROJECT_IMPORTS
+                    or name.startswith("sopgraph.tools.spec.")
+                ), f"{path.name} imports {name}"
+    assert _problems(path) == []

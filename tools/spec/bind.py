@@ -1,0 +1,43 @@
+"""How a spec's names meet a run: ``$field`` from the input or a lookup, thresholds from params.
+
+Example:
+    >>> Bound({"site": "BFI4"}).value("$site", "where.site"), Bound({}).value("escalation", "x")
+    ('BFI4', 'escalation')
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from sopgraph.tools.spec.model import SpecError
+
+OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
+       "==": operator.eq, "!=": operator.ne}  # fmt: skip
+
+
+class Bound:
+    """The input's fields and the lookups' values, for ``$name`` references."""
+
+    def __init__(self, fields: dict[str, Any]):
+        self.fields = fields
+
+    def value(self, ref: Any, path: str) -> Any:
+        if isinstance(ref, str) and ref.startswith("$"):
+            name = ref[1:]
+            if name not in self.fields or self.fields[name] is None:
+                known = ", ".join(f"${k}" for k in sorted(self.fields)) or "none"
+                raise SpecError(f"{path}: {ref} is not an input field or lookup ({known})")
+            return self.fields[name]
+        return ref
+
+    @staticmethod
+    def threshold(ref: str | float, ctx: Any) -> float:
+        if isinstance(ref, int | float):
+            return float(ref)
+        params = getattr(ctx, "params", {}) or {}
+        if ref not in params:
+            raise SpecError(
+                f"threshold: {ref!r} is not a site parameter (have {', '.join(sorted(params))})"
+            )
+        return params[ref]

@@ -1,0 +1,288 @@
+"""The spec's fields: measurements, lookups, a value, a comparison and the missing-data rules.
+
+Plain dataclasses (standard library only, like the kit) so a tool file that holds a spec is
+as hygienic as a hand-written one and can run wherever a tool runs. ``Check.from_dict`` reads
+the JSON form (what the tool-maker writes) and refuses a field it does not know with the
+field's path; ``Check.to_dict`` writes it back, so a spec round-trips through JSON unchanged.
+
+Names a spec may use:
+- ``$name`` in a ``where``/``match`` value: the run input's field ``name`` (``$site``,
+  ``$station``, ``$order_id``) or a lookup's name; any other string is a literal.
+- a ``threshold``: a site parameter's name (``ctx.params``) or a number.
+- the ``value`` expression: the measurements' names, numbers, ``+ - * /``, parentheses and
+  ``max(...)``, ``min(...)``, ``abs(...)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+REDUCES = ("mean", "sum", "min", "max", "count", "last", "first", "increase", "age")
+SERIES_REDUCES = ("mean", "sum", "min", "max", "count", "last")  # PromQL's *_over_time
+ACROSS = ("sum", "mean", "min", "max", "count")
+OPERATORS = (">", ">=", "<", "<=", "==", "!=")
+OUTCOMES = ("no_data", "true", "false")
+EDGES = ("(]", "[)", "[]")  # which window edge is in: "(]" is t-window < time <= t
+AGE_UNITS = {"minutes": 60.0, "hours": 3600.0, "days": 86400.0}
+
+
+class SpecError(ValueError):
+    """A spec that cannot run; ``str()`` names the field (``measures.idle.reduce``) and why."""
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Keep only the series whose own value passes ``value <op> threshold`` (a spread)."""
+
+    op: str
+    threshold: str | float
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One number read through MCP.
+
+    A series measurement (``metric``) reads a PromQL server: ``<reduce>_over_time`` of the
+    series matching ``match`` over the ``minutes`` before the input's time, then ``across``
+    the matching series (after ``keep``). A rows measurement (``table``) reads a SQL server:
+    ``reduce`` of ``column`` over the rows matching ``where`` whose ``time_column`` falls in
+    the window (``edge``), or whose ``open_at`` interval holds the input's time.
+    """
+
+    server: str
+    metric: str | None = None
+    match: dict[str, str] = field(default_factory=dict)
+    across: str = "sum"
+    keep: Keep | None = None
+    table: str | None = None
+    column: str | None = None  # None with reduce "count": count(*), the rows
+    where: dict[str, Any] = field(default_factory=dict)
+    time_column: str | None = None
+    open_at: tuple[str, str] | None = None  # (start, end): start <= t and (end null or > t)
+    minutes: float | None = None  # the window; None: every matching row
+    offset_minutes: float = 0  # the window ends this long before the input's time
+    edge: str = "(]"
+    reduce: str = "mean"
+    step_minutes: float = 5  # increase: the baseline row is at most this much older
+    age_unit: str = "days"
+    default: float | None = None  # the value when there is none (else the check's `missing`)
+
+    @property
+    def kind(self) -> str:
+        return "series" if self.metric else "rows"
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One value from a table, named for ``$name`` use (the alarmed station's robot id)."""
+
+    server: str
+    table: str
+    column: str
+    where: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A decision: ``value <op> threshold`` with explicit outcomes for missing data.
+
+    ``missing``: the verdict when a measurement the value needs has no value (no rows, no
+    series, all null) and gives no ``default``, or a lookup finds nothing. ``zero_division``:
+    the verdict when the value divides by zero. ``scale`` multiplies the value before it is
+    compared and reported (0.8 of plan -> 80 with ``scale: 100``), so ``observed`` is in the
+    SOP text's unit.
+    """
+
+    measures: dict[str, Measure]
+    value: str
+    op: str
+    threshold: str | float
+    missing: str = "no_data"
+    zero_division: str = "no_data"
+    lookups: dict[str, Lookup] = field(default_factory=dict)
+    scale: float = 1
+    unit: str = ""
+    round_to: int = 6
+
+    # -- JSON form ------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Check:
+        """The spec in ``data`` (the JSON form), checked field by field.
+
+        Raises:
+            SpecError: an unknown or missing field, or a value outside its enumeration.
+        """
+        if isinstance(data, Check):
+            return data
+        d = _obj(data, "spec")
+        _only(d, cls, "spec")
+        measures = _obj(d.get("measures"), "measures")
+        if not measures:
+            raise SpecError("measures: a check needs at least one measurement")
+        check = cls(
+            measures={k: _measure(v, f"measures.{k}") for k, v in measures.items()},
+            value=_str(d.get("value"), "value"),
+            op=_enum(d.get("op"), OPERATORS, "op"),
+            threshold=_threshold(d.get("threshold"), "threshold"),
+            missing=_enum(d.get("missing", "no_data"), OUTCOMES, "missing"),
+            zero_division=_enum(d.get("zero_division", "no_data"), OUTCOMES, "zero_division"),
+            lookups={
+                k: _lookup(v, f"lookups.{k}")
+                for k, v in _obj(d.get("lookups", {}), "lookups").items()
+            },
+            scale=_num(d.get("scale", 1), "scale"),
+            unit=str(d.get("unit", "")),
+            round_to=int(d.get("round_to", 6)),
+        )
+        check.validate()
+        return check
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, defaults left out (what a person reads in a record)."""
+        out = _trim(asdict(self), Check)
+        out["measures"] = {k: _trim(asdict(m), Measure) for k, m in self.measures.items()}
+        if self.lookups:
+            out["lookups"] = {k: _trim(asdict(x), Lookup) for k, x in self.lookups.items()}
+        return out
+
+    def validate(self) -> None:
+        """Refuse what cannot run: a bad expression, an unknown ``$name`` of a lookup, a
+        reduce that its kind of measurement has no way to compute."""
+        from sopgraph.tools.spec.expr import names
+
+        for name in names(self.value):
+            if name not in self.measures:
+                raise SpecError(
+                    f"value: {name!r} is not a measurement; use one of "
+                    f"{', '.join(sorted(self.measures))}"
+                )
+        for key, m in self.measures.items():
+            where = f"measures.{key}"
+            if m.kind == "series":
+                if m.table or m.column or m.where:
+                    raise SpecError(f"{where}: a metric measurement takes match, not table/where")
+                if m.reduce not in SERIES_REDUCES:
+                    raise SpecError(
+                        f"{where}.reduce: {m.reduce!r} is not one of {', '.join(SERIES_REDUCES)} "
+                        "(a metric is reduced by PromQL's *_over_time)"
+                    )
+                if not m.minutes:
+                    raise SpecError(f"{where}.minutes: a metric measurement needs a window")
+            else:
+                if not m.table:
+                    raise SpecError(f"{where}: give a metric or a table")
+                if m.column is None and m.reduce != "count":
+                    raise SpecError(f"{where}.column: reduce {m.reduce!r} needs a column")
+                if m.reduce in ("increase", "last", "first", "age") and not m.time_column:
+                    raise SpecError(f"{where}.time_column: reduce {m.reduce!r} needs one")
+                if m.minutes and not m.time_column:
+                    raise SpecError(f"{where}.time_column: a window needs a time column")
+            if m.age_unit not in AGE_UNITS:
+                raise SpecError(f"{where}.age_unit: one of {', '.join(AGE_UNITS)}")
+
+
+# -- field readers (each error names its path) ----------------------------------------------
+
+
+def _obj(value: Any, path: str) -> dict[str, Any]:
+    if value is None:
+        raise SpecError(f"{path}: missing")
+    if not isinstance(value, dict):
+        raise SpecError(f"{path}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _only(d: dict[str, Any], cls: type, path: str) -> None:
+    known = {f.name for f in fields(cls)}
+    extra = sorted(set(d) - known)
+    if extra:
+        raise SpecError(f"{path}: unknown field {extra[0]!r}; the fields are {', '.join(known)}")
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(f"{path}: expected a non-empty string")
+    return value.strip()
+
+
+def _enum(value: Any, allowed: tuple[str, ...], path: str) -> str:
+    if value not in allowed:
+        raise SpecError(f"{path}: {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _num(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(f"{path}: expected a number, got {value!r}")
+    return value
+
+
+def _threshold(value: Any, path: str) -> str | float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    return _str(value, path)
+
+
+def _keep(value: Any, path: str) -> Keep | None:
+    if value is None:
+        return None
+    d = _obj(value, path)
+    _only(d, Keep, path)
+    return Keep(op=_enum(d.get("op"), OPERATORS, f"{path}.op"),
+                threshold=_threshold(d.get("threshold"), f"{path}.threshold"))  # fmt: skip
+
+
+def _measure(value: Any, path: str) -> Measure:
+    d = _obj(value, path)
+    _only(d, Measure, path)
+    open_at = d.get("open_at")
+    if open_at is not None:
+        if not (isinstance(open_at, list | tuple) and len(open_at) == 2):
+            raise SpecError(f"{path}.open_at: expected [start_column, end_column]")
+        open_at = (str(open_at[0]), str(open_at[1]))
+    minutes = d.get("minutes")
+    return Measure(
+        server=_str(d.get("server"), f"{path}.server"),
+        metric=d.get("metric") or None,
+        match=dict(_obj(d.get("match", {}), f"{path}.match")),
+        across=_enum(d.get("across", "sum"), ACROSS, f"{path}.across"),
+        keep=_keep(d.get("keep"), f"{path}.keep"),
+        table=d.get("table") or None,
+        column=d.get("column") or None,
+        where=dict(_obj(d.get("where", {}), f"{path}.where")),
+        time_column=d.get("time_column") or None,
+        open_at=open_at,
+        minutes=None if minutes is None else _num(minutes, f"{path}.minutes"),
+        offset_minutes=_num(d.get("offset_minutes", 0), f"{path}.offset_minutes"),
+        edge=_enum(d.get("edge", "(]"), EDGES, f"{path}.edge"),
+        reduce=_enum(d.get("reduce", "mean"), REDUCES, f"{path}.reduce"),
+        step_minutes=_num(d.get("step_minutes", 5), f"{path}.step_minutes"),
+        age_unit=_enum(d.get("age_unit", "days"), tuple(AGE_UNITS), f"{path}.age_unit"),
+        default=None if d.get("default") is None else _num(d["default"], f"{path}.default"),
+    )
+
+
+def _lookup(value: Any, path: str) -> Lookup:
+    d = _obj(value, path)
+    _only(d, Lookup, path)
+    return Lookup(
+        server=_str(d.get("server"), f"{path}.server"),
+        table=_str(d.get("table"), f"{path}.table"),
+        column=_str(d.get("column"), f"{path}.column"),
+        where=dict(_obj(d.get("where", {}), f"{path}.where")),
+    )
+
+
+def _trim(d: dict[str, Any], cls: type) -> dict[str, Any]:
+    defaults = {
+        f.name: (f.default_factory() if callable(f.default_factory) else f.default)  # type: ignore[misc]
+        for f in fields(cls)
+    }
+    out = {}
+    for k, v in d.items():
+        if k in defaults and v == defaults[k] and k not in ("value", "op", "threshold"):
+            continue
+        out[k] = list(v) if isinstance(v, tuple) else v
+    return out

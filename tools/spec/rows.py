@@ -1,0 +1,121 @@
+"""A table measurement: one parameterised SELECT through the kit, reduced to one number.
+
+Identifiers (table, columns) must be plain names and are quoted; every value, the window's
+edges included, is a ``?`` parameter. The window's bounds are UTC ``YYYY-MM-DD HH:MM:SS``
+text, which SQLite compares as text and DuckDB casts to its TIMESTAMP.
+
+Example:
+    >>> sql, params = select(Measure(server="ops", table="tickets", where={"site": "$site"},
+    ...     open_at=("opened_at", "closed_at"), reduce="count"), {"site": "BFI4"},
+    ...     "2025-03-17T10:00:00Z")
+    >>> sql
+    'SELECT count(*) FROM "tickets" WHERE "site" = ? AND "opened_at" <= ? AND ("closed_at" IS NULL OR "closed_at" > ?)'
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from sopgraph.tools.kit import counter_steps, from_sql_time, instant, sql, sql_time
+from sopgraph.tools.spec.bind import Bound
+from sopgraph.tools.spec.model import AGE_UNITS, Lookup, Measure, SpecError
+
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+AGG = {"mean": "avg", "sum": "sum", "min": "min", "max": "max"}
+
+
+def ident(name: str | None, path: str) -> str:
+    if not name or not IDENT.match(name):
+        raise SpecError(f"{path}: {name!r} is not a plain table or column name")
+    return f'"{name}"'
+
+
+def _where(where: dict[str, Any], bound: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    clauses, params = [], []
+    b = Bound(bound)
+    for column, ref in where.items():
+        col = ident(column, f"where.{column}")
+        value = b.value(ref, f"where.{column}")
+        if value is None:
+            clauses.append(f"{col} IS NULL")
+        elif isinstance(value, list):
+            clauses.append(f"{col} IN ({', '.join('?' for _ in value)})")
+            params += value
+        else:
+            clauses.append(f"{col} = ?")
+            params.append(value)
+    return clauses, params
+
+
+def bounds(m: Measure, timestamp: str) -> tuple[dt.datetime, dt.datetime]:
+    end = instant(timestamp) - dt.timedelta(minutes=m.offset_minutes)
+    return end - dt.timedelta(minutes=m.minutes or 0), end
+
+
+def select(m: Measure, bound: dict[str, Any], timestamp: str) -> tuple[str, list[Any]]:
+    """The SELECT and its parameters for ``m`` at ``timestamp``."""
+    clauses, params = _where(m.where, bound)
+    start, end = bounds(m, timestamp)
+    t = ident(m.time_column, "time_column") if m.time_column else None
+    if m.minutes and t:
+        lo = start - dt.timedelta(minutes=m.step_minutes) if m.reduce == "increase" else start
+        lo_op = ">=" if m.edge.startswith("[") and m.reduce != "increase" else ">"
+        hi_op = "<=" if m.edge.endswith("]") else "<"
+        clauses += [f"{t} {lo_op} ?", f"{t} {hi_op} ?"]
+        params += [sql_time(lo), sql_time(end)]
+    if m.open_at:
+        a, z = ident(m.open_at[0], "open_at[0]"), ident(m.open_at[1], "open_at[1]")
+        clauses.append(f"{a} <= ? AND ({z} IS NULL OR {z} > ?)")
+        params += [sql_time(end), sql_time(end)]
+    col = ident(m.column, "column") if m.column else None
+    if m.reduce == "count":
+        what = f"count({col})" if col else "count(*)"
+    elif m.reduce in AGG:
+        what = f"{AGG[m.reduce]}({col})"
+    elif m.reduce == "age":
+        what = f"max({t})"
+    elif m.reduce in ("last", "first"):
+        what = str(col)
+        clauses.append(f"{col} IS NOT NULL")
+    else:  # increase: (counted, value) rows for kit.counter_steps
+        edge = ">=" if m.edge.startswith("[") else ">"
+        what = f"{t} {edge} ?, {col}"
+        params.insert(0, sql_time(start))
+    text = f"SELECT {what} FROM {ident(m.table, 'table')}"
+    if clauses:
+        text += " WHERE " + " AND ".join(clauses)
+    if m.reduce in ("last", "first", "increase"):
+        order = "DESC" if m.reduce == "last" else "ASC"
+        text += f" ORDER BY {t} {order}" + (" LIMIT 1" if m.reduce != "increase" else "")
+    return text, params
+
+
+async def read(m: Measure, bound: dict[str, Any], timestamp: str, ctx: Any) -> tuple[float | None, str]:
+    """The measurement's number (None: no value) and the SQL that read it."""
+    text, params = select(m, bound, timestamp)
+    rows = await sql(ctx, m.server, text, *params)
+    if m.reduce == "increase":
+        steps = counter_steps(rows)
+        return (float(sum(steps)) if steps else None), text
+    value = rows[0][0] if rows else None
+    if value is None:
+        return None, text
+    if m.reduce == "age":
+        end = bounds(m, timestamp)[1]
+        seen = value if isinstance(value, dt.datetime) else from_sql_time(str(value))
+        if seen.tzinfo is None:
+            seen = seen.replace(tzinfo=dt.UTC)
+        return (end - seen).total_seconds() / AGE_UNITS[m.age_unit], text
+    return float(value), text
+
+
+async def lookup(x: Lookup, bound: dict[str, Any], ctx: Any) -> Any:
+    """The first matching row's ``column`` (None: no row)."""
+    clauses, params = _where(x.where, bound)
+    text = f"SELECT {ident(x.column, 'lookups.column')} FROM {ident(x.table, 'lookups.table')}"
+    if clauses:
+        text += " WHERE " + " AND ".join(clauses)
+    rows = await sql(ctx, x.server, text + " LIMIT 1", *params)
+    return rows[0][0] if rows else None
