@@ -1,0 +1,21 @@
+"""obs_label_fail_high: did more than {label_fail_pct_threshold}% of the station's labels fail
+over the last 15 min?
+
+Robotics conventions: `label_print_fail_pct` is one gauge sample per station every 5 minutes
+(share of print-and-apply cycles that failed, 0-100), averaged as equal 5-minute intervals; a
+station whose exporter is down has no samples. A spec: the mean of `label_print_fail_pct` over
+(t-15m, t] for the alarmed station; no samples is no_data.
+"""
+
+from sopgraph.tools.spec import Check, Measure, tool
+
+SPEC = Check(
+    measures={
+        "fail": Measure(
+            server="robotics", metric="label_print_fail_pct", minutes=15, reduce="mean",
+            match={"site": "$site", "station": "$station"},
+        ),
+    },
+    value="fail", op=">", threshold="label_fail_pct_threshold", unit="%",
+)
+run = tool(SPEC)
