@@ -47,7 +47,8 @@ class Measure:
     series matching ``match`` over the ``minutes`` before the input's time, then ``across``
     the matching series (after ``keep``). A rows measurement (``table``) reads a SQL server:
     ``reduce`` of ``column`` over the rows matching ``where`` whose ``time_column`` falls in
-    the window (``edge``), or whose ``open_at`` interval holds the input's time.
+    the window (``edge``), or whose ``open_at`` interval holds the input's time. ``age`` with
+    no window reads the rows up to the input's time (work logged after it has not happened yet).
     """
 
     server: str
@@ -67,6 +68,7 @@ class Measure:
     step_minutes: float = 5  # increase: the baseline row is at most this much older
     age_unit: str = "days"
     default: float | None = None  # the value when there is none (else the check's `missing`)
+    missing: str | None = None  # the verdict when this one has no value and no default
 
     @property
     def kind(self) -> str:
@@ -92,6 +94,14 @@ class Check:
     the verdict when the value divides by zero. ``scale`` multiplies the value before it is
     compared and reported (0.8 of plan -> 80 with ``scale: 100``), so ``observed`` is in the
     SOP text's unit.
+
+    ``guard``: a formula over measurements that must be above 0 for the check to decide, else
+    the verdict is ``missing`` (a count of the rows the decision needs: no robot has a state at
+    the alarm). ``verdict_threshold``: what the verdict states as its threshold: ``""`` (the
+    default) the compared number, ``None`` none (the SOP names no threshold: "a ticket was
+    open"), other text that text (the state looked for: ``"fault"``). A measurement's own
+    ``missing`` overrides the check's when that measurement has no value (no replacement on
+    record means "not recently": ``false``), a lookup that finds nothing stays ``missing``.
     """
 
     measures: dict[str, Measure]
@@ -104,6 +114,8 @@ class Check:
     scale: float = 1
     unit: str = ""
     round_to: int = 6
+    guard: str | None = None
+    verdict_threshold: str | None = ""
 
     # -- JSON form ------------------------------------------------------------------------
 
@@ -135,6 +147,8 @@ class Check:
             scale=_num(d.get("scale", 1), "scale"),
             unit=str(d.get("unit", "")),
             round_to=int(d.get("round_to", 6)),
+            guard=None if d.get("guard") is None else _str(d["guard"], "guard"),
+            verdict_threshold=_text_or_null(d.get("verdict_threshold", ""), "verdict_threshold"),
         )
         check.validate()
         return check
@@ -152,12 +166,15 @@ class Check:
         reduce that its kind of measurement has no way to compute."""
         from sopgraph.tools.spec.expr import names
 
-        for name in names(self.value):
-            if name not in self.measures:
-                raise SpecError(
-                    f"value: {name!r} is not a measurement; use one of "
-                    f"{', '.join(sorted(self.measures))}"
-                )
+        for path, formula in (("value", self.value), ("guard", self.guard)):
+            for name in names(formula) if formula is not None else ():
+                if name not in self.measures:
+                    raise SpecError(
+                        f"{path}: {name!r} is not a measurement; use one of "
+                        f"{', '.join(sorted(self.measures))}"
+                    )
+        if self.verdict_threshold is not None and not isinstance(self.verdict_threshold, str):
+            raise SpecError("verdict_threshold: expected text or null")
         for key, m in self.measures.items():
             where = f"measures.{key}"
             if m.kind == "series":
@@ -179,6 +196,8 @@ class Check:
                     raise SpecError(f"{where}.time_column: reduce {m.reduce!r} needs one")
                 if m.minutes and not m.time_column:
                     raise SpecError(f"{where}.time_column: a window needs a time column")
+            if m.missing is not None and m.missing not in OUTCOMES:
+                raise SpecError(f"{where}.missing: {m.missing!r} is not an outcome")
             if m.age_unit not in AGE_UNITS:
                 raise SpecError(f"{where}.age_unit: one of {', '.join(AGE_UNITS)}")
 
@@ -210,6 +229,12 @@ def _str(value: Any, path: str) -> str:
 def _enum(value: Any, allowed: tuple[str, ...], path: str) -> str:
     if value not in allowed:
         raise SpecError(f"{path}: {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _text_or_null(value: Any, path: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise SpecError(f"{path}: expected text or null, got {value!r}")
     return value
 
 
@@ -261,6 +286,7 @@ def _measure(value: Any, path: str) -> Measure:
         step_minutes=_num(d.get("step_minutes", 5), f"{path}.step_minutes"),
         age_unit=_enum(d.get("age_unit", "days"), tuple(AGE_UNITS), f"{path}.age_unit"),
         default=None if d.get("default") is None else _num(d["default"], f"{path}.default"),
+        missing=_enum(d["missing"], OUTCOMES, f"{path}.missing") if d.get("missing") else None,
     )
 
 

@@ -65,6 +65,9 @@ def select(m: Measure, bound: dict[str, Any], timestamp: str) -> tuple[str, list
         hi_op = "<=" if m.edge.endswith("]") else "<"
         clauses += [f"{t} {lo_op} ?", f"{t} {hi_op} ?"]
         params += [sql_time(lo), sql_time(end)]
+    elif m.reduce == "age" and t:  # no window: the rows up to the input's time, none after it
+        clauses.append(f"{t} {'<=' if m.edge.endswith(']') else '<'} ?")
+        params.append(sql_time(end))
     if m.open_at:
         a, z = ident(m.open_at[0], "open_at[0]"), ident(m.open_at[1], "open_at[1]")
         clauses.append(f"{a} <= ? AND ({z} IS NULL OR {z} > ?)")

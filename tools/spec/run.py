@@ -20,7 +20,8 @@ from sopgraph.tools.spec.model import Check
 
 async def trace(check: Check, input: dict[str, Any], ctx: Any) -> tuple[Verdict, dict[str, Any]]:
     """The verdict and what was read: each measurement's number and query."""
-    threshold = Bound.threshold(check.threshold, ctx)
+    number = Bound.threshold(check.threshold, ctx)
+    threshold = number if check.verdict_threshold == "" else check.verdict_threshold  # stated
     timestamp = str(input.get("timestamp", ""))
     bound = {k: v for k, v in input.items() if v is not None}
     seen: dict[str, Any] = {}
@@ -29,7 +30,7 @@ async def trace(check: Check, input: dict[str, Any], ctx: Any) -> tuple[Verdict,
         seen[f"${name}"] = bound[name]
         if bound[name] is None:
             return _verdict(check.missing, None, threshold, f"no {x.table}.{x.column} for ${name}"), seen
-    needed = names(check.value)
+    needed = names(check.value) | (names(check.guard) if check.guard else set())
     readers = {
         name: (series.read if m.kind == "series" else rows.read)(m, bound, timestamp, ctx)
         for name, m in check.measures.items()
@@ -47,12 +48,21 @@ async def trace(check: Check, input: dict[str, Any], ctx: Any) -> tuple[Verdict,
         else:
             values[name] = value
     if absent:
-        return _verdict(check.missing, None, threshold, f"no value for {', '.join(absent)}"), seen
+        own = [check.measures[n].missing for n in absent if check.measures[n].missing]
+        outcome = own[0] if own else check.missing
+        return _verdict(outcome, None, threshold, f"no value for {', '.join(absent)}"), seen
+    if check.guard:
+        try:
+            guarded = evaluate(check.guard, values) > 0
+        except ZeroDivisionError:
+            guarded = False
+        if not guarded:
+            return _verdict(check.missing, None, threshold, f"{check.guard} is not above 0"), seen
     try:
         value = evaluate(check.value, values) * check.scale
     except ZeroDivisionError:
         return _verdict(check.zero_division, None, threshold, f"{check.value}: division by zero"), seen
-    holds = OPS[check.op](value, threshold)
+    holds = OPS[check.op](value, number)
     observed = round(value, check.round_to)
     read = ", ".join(f"{k}={v:g}" for k, v in values.items())
     return (
@@ -61,13 +71,13 @@ async def trace(check: Check, input: dict[str, Any], ctx: Any) -> tuple[Verdict,
             observed,
             threshold,
             f"{check.value} = {observed:g}{check.unit} ({read}); "
-            f"{check.op} {threshold:g}{check.unit}: {'yes' if holds else 'no'}",
+            f"{check.op} {number:g}{check.unit}: {'yes' if holds else 'no'}",
         ),
         seen,
     )
 
 
-def _verdict(value: str, observed: Any, threshold: float, why: str) -> Verdict:
+def _verdict(value: str, observed: Any, threshold: Any, why: str) -> Verdict:
     return Verdict(value=value, observed=observed, threshold=threshold, explanation=why)  # type: ignore[arg-type]
 
 
