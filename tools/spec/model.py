@@ -45,7 +45,11 @@ class Measure:
 
     A series measurement (``metric``) reads a PromQL server: ``<reduce>_over_time`` of the
     series matching ``match`` over the ``minutes`` before the input's time, then ``across``
-    the matching series (after ``keep``). A rows measurement (``table``) reads a SQL server:
+    the matching series (after ``keep``); with ``per``, each series is first divided by the
+    same-labelled series of the metric ``per`` read the same way (a per-station rate: errors
+    per attempt; a series of ``per`` with no value or 0 is dropped, one of ``metric`` absent
+    counts 0), and ``scale`` multiplies each (a ratio compared in percent: ``scale: 100``).
+    A rows measurement (``table``) reads a SQL server:
     ``reduce`` of ``column`` over the rows matching ``where`` whose ``time_column`` falls in
     the window (``edge``), or whose ``open_at`` interval holds the input's time. ``age`` with
     no window reads the rows up to the input's time (work logged after it has not happened yet).
@@ -56,6 +60,8 @@ class Measure:
     match: dict[str, str] = field(default_factory=dict)
     across: str = "sum"
     keep: Keep | None = None
+    per: str | None = None  # series: divide each by the same-labelled series of this metric
+    scale: float = 1  # series: multiplies each series' value (after per), before keep/across
     table: str | None = None
     column: str | None = None  # None with reduce "count": count(*), the rows
     where: dict[str, Any] = field(default_factory=dict)
@@ -178,6 +184,8 @@ class Check:
         for key, m in self.measures.items():
             where = f"measures.{key}"
             if m.kind == "series":
+                if m.per == m.metric:
+                    raise SpecError(f"{where}.per: a metric divided by itself is 1")
                 if m.table or m.column or m.where:
                     raise SpecError(f"{where}: a metric measurement takes match, not table/where")
                 if m.reduce not in SERIES_REDUCES:
@@ -190,6 +198,8 @@ class Check:
             else:
                 if not m.table:
                     raise SpecError(f"{where}: give a metric or a table")
+                if m.per or m.scale != 1:
+                    raise SpecError(f"{where}.per/scale: only a metric measurement takes them")
                 if m.column is None and m.reduce != "count":
                     raise SpecError(f"{where}.column: reduce {m.reduce!r} needs a column")
                 if m.reduce in ("increase", "last", "first", "age") and not m.time_column:
@@ -274,6 +284,8 @@ def _measure(value: Any, path: str) -> Measure:
         match=dict(_obj(d.get("match", {}), f"{path}.match")),
         across=_enum(d.get("across", "sum"), ACROSS, f"{path}.across"),
         keep=_keep(d.get("keep"), f"{path}.keep"),
+        per=d.get("per") or None,
+        scale=_num(d.get("scale", 1), f"{path}.scale"),
         table=d.get("table") or None,
         column=d.get("column") or None,
         where=dict(_obj(d.get("where", {}), f"{path}.where")),
