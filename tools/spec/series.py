@@ -1,5 +1,10 @@
 """A metric measurement: PromQL ``<reduce>_over_time`` per series, then one number across them.
 
+With ``per``, a second query reads the metric ``per`` the same way and each series becomes
+its ratio to the same-labelled ``per`` series (``per`` series with no value or 0 dropped, a
+missing numerator series is 0), times ``scale``; ``keep`` and ``across`` then see the ratios.
+Each query asks for up to ``PAGE`` series and refuses a truncated answer.
+
 Example:
     >>> query_text(Measure(server="robotics", metric="station_idle_pct", minutes=15,
     ...            match={"site": "$site"}), {"site": "BFI4"})
@@ -8,8 +13,10 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import statistics
+from dataclasses import replace
 from typing import Any
 
 from sopgraph.tools.kit import Window, instant, selector
@@ -18,6 +25,7 @@ from sopgraph.tools.spec.model import Measure
 
 FUNC = {"mean": "avg"}  # the spec's reduce -> PromQL's function prefix
 ACROSS = {"sum": sum, "mean": statistics.fmean, "min": min, "max": max}
+PAGE = 1000  # series per query: a site's stations fit in one page
 
 
 def query_text(m: Measure, bound: dict[str, Any]) -> str:
@@ -27,16 +35,23 @@ def query_text(m: Measure, bound: dict[str, Any]) -> str:
     return f"{func}_over_time({selector(str(m.metric), **labels)}[{window.promql}])"
 
 
-async def read(m: Measure, bound: dict[str, Any], timestamp: str, ctx: Any) -> tuple[float | None, str]:
+async def read(
+    m: Measure, bound: dict[str, Any], timestamp: str, ctx: Any
+) -> tuple[float | None, str]:
     """The measurement's number (None: no series) and the query that read it."""
     query = query_text(m, bound)
     at = timestamp
     if m.offset_minutes:
         shifted = instant(timestamp) - dt.timedelta(minutes=m.offset_minutes)
         at = shifted.strftime("%Y-%m-%dT%H:%M:%SZ")
-    res = await ctx.mcp.call(m.server, "execute_query", {"query": query, "time": at})
-    series = res["data"]["result"] if isinstance(res, dict) else []
-    values = [float(s["value"][1]) for s in series or [] if "value" in s]
+    if m.per:
+        over = query_text(replace(m, metric=m.per, per=None), bound)
+        tops, bottoms = await asyncio.gather(_series(m, query, at, ctx), _series(m, over, at, ctx))
+        query = f"{query} / {over}"
+        values = [tops.get(k, 0.0) / v for k, v in bottoms.items() if v]
+    else:
+        values = list((await _series(m, query, at, ctx)).values())
+    values = [v * m.scale for v in values]
     if m.keep is not None:
         limit = Bound(bound).threshold(m.keep.threshold, ctx)
         values = [v for v in values if OPS[m.keep.op](v, limit)]
@@ -46,3 +61,18 @@ async def read(m: Measure, bound: dict[str, Any], timestamp: str, ctx: Any) -> t
         # no series: nothing was sampled, so a count of samples is 0, any other reduce none
         return (0.0 if m.reduce == "count" else None), query
     return float(ACROSS[m.across](values)), query
+
+
+async def _series(m: Measure, query: str, at: str, ctx: Any) -> dict[tuple, float]:
+    """Each series' value by its labels (a page of up to 1000 series; more is an error)."""
+    args = {"query": query, "time": at, "page_size": PAGE}
+    res = await ctx.mcp.call(m.server, "execute_query", args)
+    if not isinstance(res, dict):
+        return {}
+    if res.get("truncated"):
+        raise RuntimeError(f"{m.server} returned more than {PAGE} series for {query}")
+    return {
+        tuple(sorted((s.get("metric") or {}).items())): float(s["value"][1])
+        for s in res["data"]["result"] or []
+        if "value" in s
+    }
