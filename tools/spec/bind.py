@@ -8,9 +8,10 @@ Example:
 from __future__ import annotations
 
 import operator
+from dataclasses import replace
 from typing import Any
 
-from sopgraph.tools.spec.model import SpecError
+from sopgraph.tools.spec.model import Measure, SpecError
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
        "==": operator.eq, "!=": operator.ne}  # fmt: skip
@@ -30,6 +31,24 @@ class Bound:
                 raise SpecError(f"{path}: {ref} is not an input field or lookup ({known})")
             return self.fields[name]
         return ref
+
+    @staticmethod
+    def measure(m: Measure, ctx: Any) -> Measure:
+        """``m`` with a formula ``minutes`` and a parameter ``min_count`` read from ``ctx.params``."""
+        from sopgraph.tools.spec.expr import evaluate, names
+
+        if isinstance(m.minutes, str):
+            params = getattr(ctx, "params", {}) or {}
+            for name in names(m.minutes):
+                if name not in params:
+                    raise SpecError(f"minutes: {name!r} is not a site parameter")
+            m = replace(m, minutes=evaluate(m.minutes, params))
+        if isinstance(m.min_count, str):
+            params = getattr(ctx, "params", {}) or {}
+            if m.min_count not in params:
+                raise SpecError(f"min_count: {m.min_count!r} is not a site parameter")
+            m = replace(m, min_count=params[m.min_count])
+        return m
 
     @staticmethod
     def threshold(ref: str | float, ctx: Any) -> float:

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-REDUCES = ("mean", "sum", "min", "max", "count", "last", "first", "increase", "age")
+REDUCES = ("mean", "sum", "min", "max", "count", "last", "first", "increase", "rises", "age")
+AGGREGATES = ("mean", "sum", "min", "max")  # what a rows measurement with columns reduces by
 SERIES_REDUCES = ("mean", "sum", "min", "max", "count", "last")  # PromQL's *_over_time
 ACROSS = ("sum", "mean", "min", "max", "count")
 OPERATORS = (">", ">=", "<", "<=", "==", "!=")
@@ -53,6 +54,14 @@ class Measure:
     ``reduce`` of ``column`` over the rows matching ``where`` whose ``time_column`` falls in
     the window (``edge``), or whose ``open_at`` interval holds the input's time. ``age`` with
     no window reads the rows up to the input's time (work logged after it has not happened yet).
+
+    ``minutes`` may be a formula over site parameters (``"5 * jam_persist_intervals"``).
+    ``min_count`` (a number or a site parameter): fewer values than this in the window (non-null
+    ``column`` values, rows for a count of rows, counter steps for increase/rises) is no value.
+    ``rises``: like ``increase``, but the number of counter steps above 0 (intervals in which
+    the counter went up). A rows measurement with ``columns`` reduces each column (``column``
+    and each entry may be a ``$name``, a lookup's value), keeps the non-null ones (after
+    ``keep``) and takes ``across`` them, like the series of a metric.
     """
 
     server: str
@@ -64,10 +73,11 @@ class Measure:
     scale: float = 1  # series: multiplies each series' value (after per), before keep/across
     table: str | None = None
     column: str | None = None  # None with reduce "count": count(*), the rows
+    columns: tuple[str, ...] = ()  # several columns, each reduced, then `across` them
     where: dict[str, Any] = field(default_factory=dict)
     time_column: str | None = None
     open_at: tuple[str, str] | None = None  # (start, end): start <= t and (end null or > t)
-    minutes: float | None = None  # the window; None: every matching row
+    minutes: float | str | None = None  # the window (or a formula over site parameters)
     offset_minutes: float = 0  # the window ends this long before the input's time
     edge: str = "(]"
     reduce: str = "mean"
@@ -75,6 +85,7 @@ class Measure:
     age_unit: str = "days"
     default: float | None = None  # the value when there is none (else the check's `missing`)
     missing: str | None = None  # the verdict when this one has no value and no default
+    min_count: str | float | None = None  # fewer values than this: no value
 
     @property
     def kind(self) -> str:
@@ -200,14 +211,25 @@ class Check:
                     raise SpecError(f"{where}: give a metric or a table")
                 if m.per or m.scale != 1:
                     raise SpecError(f"{where}.per/scale: only a metric measurement takes them")
-                if m.column is None and m.reduce != "count":
+                if m.columns and (m.column or m.reduce not in (*AGGREGATES, "count")):
+                    raise SpecError(f"{where}.columns: reduce mean/sum/min/max/count, no column")
+                if m.column is None and not m.columns and m.reduce != "count":
                     raise SpecError(f"{where}.column: reduce {m.reduce!r} needs a column")
-                if m.reduce in ("increase", "last", "first", "age") and not m.time_column:
+                if m.keep is not None and not m.columns:
+                    raise SpecError(f"{where}.keep: a rows measurement keeps among its columns")
+                if m.min_count is not None and (m.columns or m.reduce in ("last", "first", "age")):
+                    raise SpecError(f"{where}.min_count: not with columns or reduce {m.reduce!r}")
+                if m.reduce in ("increase", "rises", "last", "first", "age") and not m.time_column:
                     raise SpecError(f"{where}.time_column: reduce {m.reduce!r} needs one")
                 if m.minutes and not m.time_column:
                     raise SpecError(f"{where}.time_column: a window needs a time column")
             if m.missing is not None and m.missing not in OUTCOMES:
                 raise SpecError(f"{where}.missing: {m.missing!r} is not an outcome")
+            if isinstance(m.minutes, str):
+                try:
+                    names(m.minutes)
+                except SpecError as exc:
+                    raise SpecError(f"{where}.minutes: {exc}") from None
             if m.age_unit not in AGE_UNITS:
                 raise SpecError(f"{where}.age_unit: one of {', '.join(AGE_UNITS)}")
 
@@ -248,6 +270,12 @@ def _text_or_null(value: Any, path: str) -> str | None:
     return value
 
 
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise SpecError(f"{path}: expected a list, got {type(value).__name__}")
+    return list(value)
+
+
 def _num(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError(f"{path}: expected a number, got {value!r}")
@@ -277,7 +305,7 @@ def _measure(value: Any, path: str) -> Measure:
         if not (isinstance(open_at, list | tuple) and len(open_at) == 2):
             raise SpecError(f"{path}.open_at: expected [start_column, end_column]")
         open_at = (str(open_at[0]), str(open_at[1]))
-    minutes = d.get("minutes")
+    minutes, least = d.get("minutes"), d.get("min_count")
     return Measure(
         server=_str(d.get("server"), f"{path}.server"),
         metric=d.get("metric") or None,
@@ -288,10 +316,11 @@ def _measure(value: Any, path: str) -> Measure:
         scale=_num(d.get("scale", 1), f"{path}.scale"),
         table=d.get("table") or None,
         column=d.get("column") or None,
+        columns=tuple(str(c) for c in _list(d.get("columns", []), f"{path}.columns")),
         where=dict(_obj(d.get("where", {}), f"{path}.where")),
         time_column=d.get("time_column") or None,
         open_at=open_at,
-        minutes=None if minutes is None else _num(minutes, f"{path}.minutes"),
+        minutes=None if minutes is None else _threshold(minutes, f"{path}.minutes"),
         offset_minutes=_num(d.get("offset_minutes", 0), f"{path}.offset_minutes"),
         edge=_enum(d.get("edge", "(]"), EDGES, f"{path}.edge"),
         reduce=_enum(d.get("reduce", "mean"), REDUCES, f"{path}.reduce"),
@@ -299,6 +328,7 @@ def _measure(value: Any, path: str) -> Measure:
         age_unit=_enum(d.get("age_unit", "days"), tuple(AGE_UNITS), f"{path}.age_unit"),
         default=None if d.get("default") is None else _num(d["default"], f"{path}.default"),
         missing=_enum(d["missing"], OUTCOMES, f"{path}.missing") if d.get("missing") else None,
+        min_count=None if least is None else _threshold(least, f"{path}.min_count"),
     )
 
 

@@ -10,6 +10,9 @@ Example:
     ...     "2025-03-17T10:00:00Z")
     >>> sql
     'SELECT count(*) FROM "tickets" WHERE "site" = ? AND "opened_at" <= ? AND ("closed_at" IS NULL OR "closed_at" > ?)'
+    >>> select(Measure(server="conveyance", table="c5", columns=("a", "$col"), across="max",
+    ...     time_column="t", minutes=10), {"col": "b"}, "2025-03-17T10:00:00Z")[0]
+    'SELECT avg("a"), avg("b") FROM "c5" WHERE "t" > ? AND "t" <= ?'
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ import re
 from typing import Any
 
 from sopgraph.tools.kit import counter_steps, from_sql_time, instant, sql, sql_time
-from sopgraph.tools.spec.bind import Bound
+from sopgraph.tools.spec.bind import OPS, Bound
 from sopgraph.tools.spec.model import AGE_UNITS, Lookup, Measure, SpecError
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AGG = {"mean": "avg", "sum": "sum", "min": "min", "max": "max"}
+COUNTERS = ("increase", "rises")  # reduces over kit.counter_steps
+ACROSS = {"sum": sum, "mean": lambda v: sum(v) / len(v), "min": min, "max": max, "count": len}
 
 
 def ident(name: str | None, path: str) -> str:
@@ -50,6 +55,8 @@ def _where(where: dict[str, Any], bound: dict[str, Any]) -> tuple[list[str], lis
 
 
 def bounds(m: Measure, timestamp: str) -> tuple[dt.datetime, dt.datetime]:
+    if isinstance(m.minutes, str):
+        raise SpecError(f"minutes: {m.minutes!r} is a formula; read it with Bound.measure first")
     end = instant(timestamp) - dt.timedelta(minutes=m.offset_minutes)
     return end - dt.timedelta(minutes=m.minutes or 0), end
 
@@ -60,8 +67,8 @@ def select(m: Measure, bound: dict[str, Any], timestamp: str) -> tuple[str, list
     start, end = bounds(m, timestamp)
     t = ident(m.time_column, "time_column") if m.time_column else None
     if m.minutes and t:
-        lo = start - dt.timedelta(minutes=m.step_minutes) if m.reduce == "increase" else start
-        lo_op = ">=" if m.edge.startswith("[") and m.reduce != "increase" else ">"
+        lo = start - dt.timedelta(minutes=m.step_minutes) if m.reduce in COUNTERS else start
+        lo_op = ">=" if m.edge.startswith("[") and m.reduce not in COUNTERS else ">"
         hi_op = "<=" if m.edge.endswith("]") else "<"
         clauses += [f"{t} {lo_op} ?", f"{t} {hi_op} ?"]
         params += [sql_time(lo), sql_time(end)]
@@ -72,8 +79,12 @@ def select(m: Measure, bound: dict[str, Any], timestamp: str) -> tuple[str, list
         a, z = ident(m.open_at[0], "open_at[0]"), ident(m.open_at[1], "open_at[1]")
         clauses.append(f"{a} <= ? AND ({z} IS NULL OR {z} > ?)")
         params += [sql_time(end), sql_time(end)]
-    col = ident(m.column, "column") if m.column else None
-    if m.reduce == "count":
+    b = Bound(bound)  # a column may be a $name: a lookup's value
+    col = ident(b.value(m.column, "column"), "column") if m.column else None
+    cols = [ident(b.value(c, f"columns[{i}]"), f"columns[{i}]") for i, c in enumerate(m.columns)]
+    if cols:
+        what = ", ".join(f"{AGG.get(m.reduce, m.reduce)}({c})" for c in cols)
+    elif m.reduce == "count":
         what = f"count({col})" if col else "count(*)"
     elif m.reduce in AGG:
         what = f"{AGG[m.reduce]}({col})"
@@ -82,26 +93,39 @@ def select(m: Measure, bound: dict[str, Any], timestamp: str) -> tuple[str, list
     elif m.reduce in ("last", "first"):
         what = str(col)
         clauses.append(f"{col} IS NOT NULL")
-    else:  # increase: (counted, value) rows for kit.counter_steps
+    else:  # increase, rises: (counted, value) rows for kit.counter_steps
         edge = ">=" if m.edge.startswith("[") else ">"
         what = f"{t} {edge} ?, {col}"
         params.insert(0, sql_time(start))
+    if m.min_count is not None and m.reduce not in COUNTERS:
+        what += f", count({col})" if col else ", count(*)"
     text = f"SELECT {what} FROM {ident(m.table, 'table')}"
     if clauses:
         text += " WHERE " + " AND ".join(clauses)
-    if m.reduce in ("last", "first", "increase"):
+    if m.reduce in ("last", "first", *COUNTERS):
         order = "DESC" if m.reduce == "last" else "ASC"
-        text += f" ORDER BY {t} {order}" + (" LIMIT 1" if m.reduce != "increase" else "")
+        text += f" ORDER BY {t} {order}" + (" LIMIT 1" if m.reduce not in COUNTERS else "")
     return text, params
 
 
 async def read(m: Measure, bound: dict[str, Any], timestamp: str, ctx: Any) -> tuple[float | None, str]:
     """The measurement's number (None: no value) and the SQL that read it."""
+    m = Bound.measure(m, ctx)
     text, params = select(m, bound, timestamp)
     rows = await sql(ctx, m.server, text, *params)
-    if m.reduce == "increase":
+    if m.columns:
+        values = [float(v) for v in (rows[0] if rows else ()) if v is not None]
+        if m.keep is not None:
+            limit = Bound.threshold(m.keep.threshold, ctx)
+            values = [v for v in values if OPS[m.keep.op](v, limit)]
+        return (float(ACROSS[m.across](values)) if values or m.across == "count" else None), text
+    if m.reduce in COUNTERS:
         steps = counter_steps(rows)
-        return (float(sum(steps)) if steps else None), text
+        if not steps or (m.min_count is not None and len(steps) < float(m.min_count)):
+            return None, text
+        return float(sum(s > 0 for s in steps) if m.reduce == "rises" else sum(steps)), text
+    if m.min_count is not None and rows and rows[0][-1] < float(m.min_count):
+        return None, text
     value = rows[0][0] if rows else None
     if value is None:
         return None, text

@@ -32,7 +32,9 @@ async def trace(check: Check, input: dict[str, Any], ctx: Any) -> tuple[Verdict,
             return _verdict(check.missing, None, threshold, f"no {x.table}.{x.column} for ${name}"), seen
     needed = names(check.value) | (names(check.guard) if check.guard else set())
     readers = {
-        name: (series.read if m.kind == "series" else rows.read)(m, bound, timestamp, ctx)
+        name: (series.read if m.kind == "series" else rows.read)(
+            Bound.measure(m, ctx), bound, timestamp, ctx
+        )
         for name, m in check.measures.items()
         if name in needed
     }
