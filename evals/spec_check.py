@@ -79,7 +79,9 @@ async def convert_check(
                 continue
             res.spec = is_spec(new.fn)
             before = [v for v in entry.history if v != entry.active]
-            earlier = [v for v in before if entry.history.index(v) < entry.history.index(entry.active)]  # type: ignore[arg-type]
+            earlier = [
+                v for v in before if entry.history.index(v) < entry.history.index(entry.active)
+            ]  # type: ignore[arg-type]
             if not res.spec or node is None or not earlier:
                 if res.spec and not earlier:
                     res.error = "a spec with no earlier version to compare against"
@@ -130,7 +132,9 @@ def render(results: list[NodeCheck]) -> str:
     ]
     for r in results:
         if r.spec and r.ok:
-            lines.append(f"  spec  {r.node} v{r.active} = v{r.replaced} on {r.cases}/{r.cases} cases")
+            lines.append(
+                f"  spec  {r.node} v{r.active} = v{r.replaced} on {r.cases}/{r.cases} cases"
+            )
         elif r.spec:
             why = r.error or f"{r.identical}/{r.cases} cases identical"
             lines.append(f"  DIFF  {r.node} v{r.active} vs v{r.replaced}: {why}")
