@@ -8,7 +8,6 @@ every labeled case, through the SOP's real MCP servers.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from fc_world import fc_home, fc_world  # noqa: F401
@@ -123,9 +122,9 @@ async def test_a_spec_tool_meets_the_contract_and_states_what_it_read():
 
 @pytest.mark.slow
 def test_convert_check_the_library_is_mostly_specs_and_each_is_verdict_identical(
-    fc_home,
+    fc_home,  # noqa: F811 - the fixture imported above
     monkeypatch,
-    capsys,  # noqa: F811 - the fixture imported above
+    capsys,
 ):
     monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
     code = main(
