@@ -20,7 +20,7 @@ from typing import Any
 from sopgraph.evals.fc_triage.dataset import load_cases
 from sopgraph.tools.toolmaker.pipeline import make_tool, score_heldout
 from sopgraph.tools.toolmaker.record import Case, MakeRecord
-from sopgraph.tools.toolmaker.session import MakeSession
+from sopgraph.tools.toolmaker.session import MakeSession  # noqa: F401 - also a type here
 
 # Fixed before any live run (issue 13): observations, root causes and constraints of the
 # alarm-triage SOP covering windows, ratios, counters, latest readings and null handling.
@@ -140,9 +140,14 @@ def summarize(rows: list[dict[str, Any]], model: str, live: bool) -> dict[str, A
             "mean_train_pass": round(statistics.fmean(r["train_pass"] for r in mine), 4),
             "tokens_per_node": round(statistics.fmean(r["tokens"] for r in mine)),
             "seconds_per_node": round(statistics.fmean(r["seconds"] for r in mine), 1),
+            "minutes_total": round(sum(r["seconds"] for r in mine) / 60, 1),
+            "kept_from_search": sum(r.get("found_by") == "search" for r in mine),
             "nodes_passed": sorted({r["node"] for r in mine if r["passed"]}),
         }
-    return {"model": model, "live": live, "configs": configs, "rows": rows}
+    per_node = {r["node"]: r["baseline_eval_acc"] for r in rows}
+    majority = {"nodes": len(per_node), "passed": sum(acc == 1.0 for acc in per_node.values()),
+                "mean_heldout_accuracy": round(statistics.fmean(per_node.values()), 4) if per_node else 0.0}  # fmt: skip
+    return {"model": model, "live": live, "configs": configs, "majority": majority, "rows": rows}
 
 
 def render_report(summary: dict[str, Any]) -> str:
@@ -156,6 +161,11 @@ def render_report(summary: dict[str, Any]) -> str:
             f"| {name} | {c['makes']} | {c['pass_at_1']:.0%} | {c['mean_train_pass']:.0%} | "
             f"{c['tokens_per_node']:,} | {c['seconds_per_node']:.0f} |"
         )
+    m = summary.get("majority")
+    if m:
+        out += ["", f"Majority-label baseline (always the training cases' most common verdict): "
+                f"passes {m['passed']} of {m['nodes']} nodes held-out, mean held-out accuracy "
+                f"{m['mean_heldout_accuracy']:.0%}."]  # fmt: skip
     out += ["", "| config | seed | node | held-out | train | baseline acc | round | tokens | s | notes |",
             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in summary["rows"]:
@@ -171,3 +181,183 @@ def render_report(summary: dict[str, Any]) -> str:
 
 def dump(summary: dict[str, Any]) -> str:
     return json.dumps(summary, indent=2, default=str)
+
+
+# -- the spec pipeline (many candidates chosen by execution) -----------------------------
+
+
+async def spec_deps(session: MakeSession, node_id: str, demos_from: str = "library", k: int = 3):
+    """One node's ``SpecDeps`` from an open session (demos: library, or none for cold start)."""
+    from sopgraph.tools.registry import Registry
+    from sopgraph.tools.toolmaker.context import brief_for
+    from sopgraph.tools.toolmaker.data_catalog import DataCatalog
+    from sopgraph.tools.toolmaker.demos import library_specs, nearest
+    from sopgraph.tools.toolmaker.execution import SpecRunner
+    from sopgraph.tools.toolmaker.reflector import Reflector
+    from sopgraph.tools.toolmaker.sampling import SpecDeps
+
+    node = session.node(node_id)
+    keys = session.params.keys()
+    brief = brief_for(
+        session.sop, node, session.params.for_key(keys[0] if keys else None), session.catalog
+    )
+    cache = session.__dict__.setdefault("_spec_cache", {})
+    if "data" not in cache:
+        cache["data"] = await DataCatalog.read(session.catalog, list(session.catalog.servers))
+        cache["runner"] = SpecRunner(session.pool, session.params.for_input)
+        cache["library"] = library_specs(session.sop, Registry(session.sop_dir / "tools"))
+    full: Any = cache["data"]
+    data = type(full)(
+        metrics={s: m for s, m in full.metrics.items() if s in brief.server_names},
+        units=full.units,
+        tables={s: t for s, t in full.tables.items() if s in brief.server_names},
+        types=full.types,
+    )
+    demos = (
+        nearest(cache["library"], node.text, list(node.data), k, node.id)
+        if demos_from == "library"
+        else []
+    )
+    fields = list(getattr(session.sop, "input_fields", None) or []) or [
+        "site",
+        "station",
+        "timestamp",
+    ]
+    return SpecDeps(
+        sop=session.sop, node=node, brief=brief, data=data, runner=cache["runner"], demos=demos,
+        input_fields=fields, lm=session.lm, reflector=Reflector(lm=session.judge_lm),
+        model=session.model,
+    )  # fmt: skip
+
+
+async def eval_spec_toolmaker(
+    session: MakeSession,
+    cases_dir: Path,
+    nodes: list[str],
+    configs: list[str],
+    seeds: list[int],
+    *,
+    samples: int = 8,
+    rounds: int = 1,
+    train_limit: int | None = None,
+    demos_from: str = "library",
+    baseline: bool = True,
+    out_dir: Path | None = None,
+    on_stage: Callable[[str, str, str, str], None] | None = None,
+    on_row: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per (node, seed, config), plus one ``llm-free`` row per node when ``baseline``."""
+    from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
+    from sopgraph.tools.toolmaker.search import llm_free
+
+    rows: list[dict[str, Any]] = []
+    for node in nodes:
+        train = node_cases(cases_dir, node, "train")
+        if train_limit:
+            train = _stratified(train, train_limit)
+        held_out = node_cases(cases_dir, node, "eval")
+        deps = await spec_deps(session, node, demos_from)
+        if baseline:
+            t0 = time.perf_counter()
+            if on_stage:
+                on_stage("llm-free", node, "search", "enumerating specs")
+            spec, score, tried = await llm_free(
+                deps.runner, deps.node.text, list(deps.node.data), deps.data,
+                deps.brief.param_names, deps.input_fields, train,
+            )  # fmt: skip
+            rec = MakeRecord(node=node, config="sop", seed=0, model="llm-free",  # type: ignore[arg-type]
+                             train_cases=len(train), notes=[f"searched {tried} specs"])  # fmt: skip
+            if spec is not None and score is not None:
+                from sopgraph.tools.toolmaker.record import Candidate, Round
+
+                rec.rounds.append(Round(round=0, candidate=Candidate(code="", spec=spec),
+                                        passed=score.passed, cases=score.cases,
+                                        train_pass=round(score.rate, 4)))  # fmt: skip
+                rec.best_round, rec.train_pass = 0, round(score.rate, 4)
+            rec = await score_spec_heldout(deps, rec, held_out)
+            rec.seconds = round(time.perf_counter() - t0, 2)
+            row = _row(rec, train, held_out)
+            row["config"] = "llm-free"
+            row["spec"] = spec
+            rows.append(row)
+            if out_dir is not None:
+                path = out_dir / "llm-free" / f"{node}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(rec.model_dump_json(indent=1, by_alias=True))
+        for seed in seeds:
+            for config in configs:
+
+                def stage(s: str, d: str, node=node, config=config) -> None:
+                    if on_stage:
+                        on_stage(config, node, s, d)
+
+                start = time.perf_counter()
+                try:
+                    record = await make_spec_tool(
+                        deps, train, config=config, samples=samples, rounds=rounds, seed=seed,
+                        on_stage=stage,
+                    )  # fmt: skip
+                    record = await score_spec_heldout(deps, record, held_out)
+                except Exception as exc:  # noqa: BLE001 - one node's failure is its row
+                    record = MakeRecord(
+                        node=node, config=config, seed=seed, model=session.model,  # type: ignore[arg-type]
+                        notes=[f"make failed: {type(exc).__name__}: {exc}"],
+                        seconds=round(time.perf_counter() - start, 2),
+                    )  # fmt: skip
+                name = config.replace("+", "_") + ("" if demos_from == "library" else "_cold")
+                if out_dir is not None:
+                    path = out_dir / name / f"seed{seed}" / f"{node}.json"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(record.model_dump_json(indent=1, by_alias=True))
+                row = _row(record, train, held_out)
+                if demos_from != "library":
+                    row["config"] = f"{config} cold"
+                best = record.best
+                row["found_by"] = best.found_by if best else None
+                row["spec"] = best.candidate.spec if best else None
+                row["demonstrations"] = record.demonstrations
+                rows.append(row)
+                if on_row:
+                    on_row(rows)
+    return rows
+
+
+def _stratified(cases: list[Case], n: int) -> list[Case]:
+    """``n`` training cases, every verdict represented (the label-scarce variant)."""
+    by: dict[str, list[Case]] = {}
+    for c in cases:
+        by.setdefault(str(c.expected), []).append(c)
+    out: list[Case] = []
+    while len(out) < n and any(by.values()):
+        for label in sorted(by):
+            if by[label] and len(out) < n:
+                out.append(by[label].pop(0))
+    return out
+
+
+def register_passing(records: Path, config: str, sop_dir: Path, copy_dir: Path) -> list[str]:
+    """Register every tool ``config`` made that passed its held-out cases into a copy of the
+    SOP's folder, as ``tool-maker:<model>`` versions, promoted. Returns one line a node.
+
+    The copy is what ``sopgraph eval triage --sop COPY`` runs: the library with the
+    tool-maker's tools in place of the people's, for the nodes where they passed.
+    """
+    import shutil
+
+    from sopgraph.tools.registry import Registry
+    from sopgraph.tools.toolmaker.pipeline import register
+
+    if not copy_dir.exists():
+        shutil.copytree(sop_dir, copy_dir)
+    registry = Registry(copy_dir / "tools")
+    lines = []
+    folder = records / config.replace("+", "_")
+    for path in sorted(folder.glob("seed*/*.json")):
+        record = MakeRecord.model_validate_json(path.read_text())
+        if record.eval_pass != 1.0:
+            lines.append(f"{record.node}: not registered (held-out {record.eval_pass})")
+            continue
+        version = register(record, registry, record.node)
+        registry.promote(record.node, version)
+        lines.append(f"{record.node}: v{version} by tool-maker:{record.model}, promoted")
+    return lines

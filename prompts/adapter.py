@@ -41,3 +41,24 @@ def dspy_context(lm: Any) -> AbstractContextManager[Any]:
     if constrained(active):
         return dspy.context(lm=active, adapter=SchemaJSONAdapter())
     return dspy.context(lm=lm) if lm is not None else nullcontext()
+
+
+class ResponseFormatAdapter(SchemaJSONAdapter):
+    """``SchemaJSONAdapter`` with a response format given per call (a grammar built for one
+    node), while the prompt names the output field's plain type rather than printing the
+    schema: the grammar enforces it, and a 1k-token schema in a 4k-token prompt only hurts."""
+
+    def __init__(self, response_format: dict[str, Any]):
+        super().__init__()
+        self.response_format = response_format
+
+    def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:
+        lm_kwargs["response_format"] = self.response_format
+
+
+def dspy_context_with(lm: Any, response_format: dict[str, Any]) -> AbstractContextManager[Any]:
+    """``dspy_context`` whose local-model calls are constrained by ``response_format``."""
+    active = lm if lm is not None else dspy.settings.lm
+    if constrained(active):
+        return dspy.context(lm=active, adapter=ResponseFormatAdapter(response_format))
+    return dspy.context(lm=lm) if lm is not None else nullcontext()

@@ -154,3 +154,44 @@ def says_yes(text: object) -> bool:
     """A judge's ``consistent`` field read leniently (``Yes.``, ``true``, ``**yes**``)."""
     word = str(text or "").strip().strip("*`'\".").lower().split(" ")[0].rstrip(".,;:")
     return word in ("yes", "true", "y", "consistent")
+
+
+class WriteCheck(dspy.Signature):
+    """Write the spec of a tool that decides one check of a standard operating procedure
+    (SOP) from monitoring data. A spec names one to three measurements (each reads one metric
+    over a window, or one table's column over a window or at the input's time, reduced to one
+    number), a `value` formula over the measurement names, a comparison `value <op> threshold`
+    with a site parameter as threshold, and what missing data means. `scale` multiplies the
+    value into the SOP's unit: 1 when the data is already in it (a percent metric, 0-100,
+    against a percent threshold), 100 when the data is a fraction (a ratio, 0-1) and the SOP
+    states a percent. `op` says the SOP's words: more than / above `>`, at least `>=`, below /
+    less than `<`, at most `<=`. `missing` is the verdict when there is no data: `no_data`
+    unless the SOP says what no data means. Copy the shape of the demonstrations of similar
+    checks: they are verified tools of this library. Follow the feedback of earlier candidates
+    when given."""
+
+    check: str = dspy.InputField(desc="the SOP node; {names} are site parameters")
+    data: str = dspy.InputField(desc="the data the node names, and what the servers hold")
+    parameters: str = dspy.InputField(desc="site parameters with one site's values")
+    demonstrations: str = dspy.InputField(desc="verified specs of similar checks, or `none`")
+    feedback: str = dspy.InputField(
+        desc="the best earlier candidate, its failing cases with measured values, a diagnosis; "
+        "`none` at first"
+    )
+    spec: dict = dspy.OutputField(desc="the spec as JSON")
+
+
+class CheckMakerModule(dspy.Module):
+    """Fills one node's spec; ``signature_for`` gives the node's constrained output type."""
+
+    def __init__(self, spec_type: type | None = None):
+        super().__init__()
+        sig = (
+            WriteCheck
+            if spec_type is None
+            else WriteCheck.with_updated_fields("spec", type_=spec_type)
+        )
+        self.write = dspy.Predict(sig)
+
+    async def aforward(self, config: dict | None = None, **inputs: str) -> dspy.Prediction:
+        return await self.write.acall(**inputs, config=config or {})

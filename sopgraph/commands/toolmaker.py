@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sopgraph.arguments import CliParser, subcommands
+from sopgraph.arguments import CliParser, positive_int, subcommands
 from sopgraph.errors import UserError
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.untrusted_text import printable
@@ -126,6 +126,21 @@ def _split_list(text: str | None) -> list[str]:
     return [x.strip() for x in (text or "").split(",") if x.strip()]
 
 
+def _pipeline_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pipeline", choices=["spec", "legacy"], default="spec",
+        help="spec (default): N constrained spec candidates chosen by execution, library "
+        "demonstrations; legacy: one candidate a round, tested in the sandbox",
+    )  # fmt: skip
+    p.add_argument(
+        "--samples", type=positive_int, default=8, help="spec: candidates a round (default 8)"
+    )
+    p.add_argument(
+        "--demos", choices=["library", "none"], default="library",
+        help="spec: demonstrations from the library's verified specs, or none (cold start)",
+    )  # fmt: skip
+
+
 def _budget_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traces", type=int, default=3, help="training cases traced (default 3)")
     p.add_argument(
@@ -146,10 +161,15 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("nodes", nargs="+", metavar="NODE", help="decision node ids")
     p.add_argument("--config", choices=CONFIGS, default="sop+d+r", help=CONFIG_HELP)
     p.add_argument("--label-free", action="store_true", help="no labels: votes and judges")
-    p.add_argument("--rounds", type=int, default=3, help="repair rounds (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="which training cases to trace")
+    p.add_argument(
+        "--rounds", type=int, help="repair rounds (default 1 with --pipeline spec, 3 legacy)"
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="sampling seed (legacy: which cases to trace)"
+    )
     p.add_argument("--form", choices=("spec", "code"), default="spec",
-                   help="spec: fill a checked ToolSpec (default); code: write the file")  # fmt: skip
+                   help="legacy pipeline: fill a ToolSpec (default) or write the file")  # fmt: skip
+    _pipeline_options(p)
     _budget_options(p)
     p.add_argument("--cases", help="folder of <node>.jsonl labeled cases (default: the world's)")
     p.add_argument("--no-register", action="store_true", help="make and score only")
@@ -159,16 +179,21 @@ def make_parser() -> argparse.ArgumentParser:
 
 def cmd_tools_make(argv: list[str]) -> int:
     args = make_parser().parse_args(argv)
+    if args.rounds is None:
+        args.rounds = 1 if args.pipeline == "spec" else 3
+    if args.pipeline == "spec" and args.label_free:
+        raise UserError("--label-free runs on the legacy pipeline: add --pipeline legacy")
     if not 0 <= args.rounds <= 10:
         raise UserError(f"--rounds {args.rounds}: give 0 to 10 repair rounds")
     sop_dir = _sop_dir(args.sop)
     cases_dir = _cases_dir(args.cases, sop_dir)
     nodes = _nodes(sop_dir, args.nodes, cases_dir)
     models = _models()
-    from sopgraph.evals.toolmaker_eval import node_cases
+    from sopgraph.evals.toolmaker_eval import node_cases, spec_deps
     from sopgraph.tools.registry import Registry
     from sopgraph.tools.toolmaker.label_free import Judges, make_label_free
     from sopgraph.tools.toolmaker.pipeline import make_tool, register, score_heldout
+    from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
     from sopgraph.tools.toolmaker.session import MakeSession
 
     async def go() -> list[dict[str, Any]]:
@@ -186,10 +211,20 @@ def cmd_tools_make(argv: list[str]) -> int:
                         bar.update(task, description=f"{node}: {s} {d}")
                         _log(f"{node}: {s} {d}")
 
-                    deps = session.deps(node)
                     train = node_cases(cases_dir, node, "train")
                     held_out = node_cases(cases_dir, node, "eval")
-                    if args.label_free:
+                    if args.pipeline == "spec":
+                        sdeps = await spec_deps(session, node, args.demos)
+                        record = await make_spec_tool(
+                            sdeps, train, config=args.config, samples=args.samples,
+                            rounds=args.rounds, seed=args.seed, on_stage=stage,
+                        )  # fmt: skip
+                        stage("score", f"{len(held_out)} held-out cases")
+                        record = await score_spec_heldout(sdeps, record, held_out)
+                    deps = session.deps(node)
+                    if args.pipeline == "spec":
+                        pass
+                    elif args.label_free:
                         record = await make_label_free(
                             deps, train, Judges(lm=models.judge_lm), rounds=min(args.rounds, 2),
                             seed=args.seed, on_stage=stage,
@@ -199,8 +234,9 @@ def cmd_tools_make(argv: list[str]) -> int:
                             deps, train, config=args.config, rounds=args.rounds,
                             seed=args.seed, traces=args.traces, on_stage=stage,
                         )  # fmt: skip
-                    stage("score", f"{len(held_out)} held-out cases")
-                    record = await score_heldout(deps, record, held_out)
+                    if args.pipeline != "spec":
+                        stage("score", f"{len(held_out)} held-out cases")
+                        record = await score_heldout(deps, record, held_out)
                     version, kept = None, None
                     if not args.no_register and record.best and record.best.candidate.code:
                         version = register(record, Registry(sop_dir / "tools"), node)
@@ -257,6 +293,7 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
     from sopgraph.evals.toolmaker_eval import (
         NODE_SET,
         dump,
+        eval_spec_toolmaker,
         eval_toolmaker,
         render_report,
         summarize,
@@ -300,8 +337,17 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
                 def partial(rows: list[dict[str, Any]]) -> None:
                     write_output(out_dir / "summary.json", dump(summarize(rows, models.name, live)))
 
+                if args.pipeline == "spec":
+                    return await eval_spec_toolmaker(
+                        session, cases_dir, nodes, configs, seeds, samples=args.samples,
+                        rounds=args.rounds if args.rounds is not None else 1,
+                        train_limit=args.train_cases, demos_from=args.demos,
+                        baseline=not args.no_baseline, out_dir=out_dir / "records",
+                        on_stage=stage, on_row=partial,
+                    )  # fmt: skip
                 return await eval_toolmaker(
-                    session, cases_dir, nodes, configs, seeds, rounds=args.rounds,
+                    session, cases_dir, nodes, configs, seeds,
+                    rounds=args.rounds if args.rounds is not None else 3,
                     traces=args.traces, out_dir=out_dir / "records", on_stage=stage,
                     on_row=partial,
                 )  # fmt: skip
@@ -317,8 +363,14 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
     print(f"tool-maker eval, model {models.name} ({mode}); records and report in {out_dir}")
     for name, c in summary["configs"].items():
         print(
-            f"{name}: held-out pass@1 {c['pass_at_1']:.0%} over {c['makes']} makes, "
-            f"{c['tokens_per_node']:,} tokens and {c['seconds_per_node']:.0f} s per node"
+            f"{name}: held-out pass@1 {c['pass_at_1']:.0%} ({len(c['nodes_passed'])} of "
+            f"{c['makes']} makes), {c['tokens_per_node']:,} tokens and "
+            f"{c['seconds_per_node']:.0f} s per node, {c['minutes_total']:.1f} min in all"
+            + (
+                f", kept candidate from the search in {c['kept_from_search']}"
+                if c["kept_from_search"]
+                else ""
+            )
         )
     for r in rows:
         ev = "-" if r["eval_pass"] is None else f"{r['eval_pass']:.0%}"
@@ -329,6 +381,14 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
             + (f"  ({'; '.join(r['notes'])[:160]})" if r["notes"] and not r["passed"] else "")
         )
     print(f"report: {report}")
+    if args.register_into:
+        from sopgraph.evals.toolmaker_eval import register_passing
+
+        config = args.register_config or configs[-1]
+        copy = Path(args.register_into)
+        for line in register_passing(out_dir / "records", config, sop_dir, copy):
+            print(f"  {line}")
+        print(f"registered into {copy}; score it with: sopgraph eval triage --sop {copy}")
     return 0
 
 
@@ -341,9 +401,20 @@ def register(sub: Any) -> None:
     p.add_argument("--nodes", help="comma-separated node ids (default: the fixed node set)")
     p.add_argument("--configs", help="comma-separated, default sop,sop+d+r; " + CONFIG_HELP)
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
-    p.add_argument("--rounds", type=int, default=3, help="repair rounds (default 3)")
+    p.add_argument(
+        "--rounds", type=int, help="repair rounds (default 1 with --pipeline spec, 3 legacy)"
+    )
+    _pipeline_options(p)
+    p.add_argument("--train-cases", type=positive_int, help="spec: use N training cases a node")
+    p.add_argument("--no-baseline", action="store_true", help="spec: skip the LLM-free search")
     _budget_options(p)
     p.add_argument("--cases", help="folder of <node>.jsonl labeled cases (default: the world's)")
     p.add_argument("--out", default=".sopgraph/toolmaker_eval", help="records, JSON and report")
+    p.add_argument(
+        "--register-into", metavar="DIR",
+        help="copy the SOP folder to DIR (once) and register there, promoted, every tool that "
+        "passed its held-out cases (as tool-maker:<model>)",
+    )  # fmt: skip
+    p.add_argument("--register-config", help="which config's tools to register (default the last)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(fn=cmd_eval_toolmaker)

@@ -1,6 +1,6 @@
 """A real make-and-repair run of the local model, replayed from its cassette (no model needed).
 
-`sopgraph tools make --config sop+r` runs the test-repair loop on the toy SOP (tool-maker,
+`sopgraph tools make --config sop+r --pipeline legacy` runs the test-repair loop on the toy SOP (tool-maker,
 sandbox test, reflector, rewrite) with `SOPGRAPH_MODEL=local`, its HTTP exchanges answered
 from the cassette recorded live from Qwen2.5-Coder-1.5B. The figures it prints must be the ones
 the live run printed. Re-record (live, minutes on a CPU):
@@ -42,7 +42,7 @@ def test_a_recorded_live_make_and_repair_replays_to_the_same_figures(tmp_path, m
     rows += [{**c.model_dump(), "node": NODE, "split": "eval"} for c in HELD_OUT]
     (cases / f"{NODE}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     argv = ["tools", "make", str(sop), NODE, "--cases", str(cases), "--config", "sop+r",
-            "--rounds", "1", "--json"]  # fmt: skip
+            "--rounds", "1", "--pipeline", "legacy", "--json"]  # fmt: skip
     assert main(argv) == 0
     (made,) = json.loads(capsys.readouterr().out)
     figures = {k: made[k] for k in FIGURES}
@@ -91,7 +91,7 @@ def test_the_live_toolmaker_evaluation_replays_to_its_published_rows(
     monkeypatch.setenv("SOPGRAPH_CASSETTE", str(EVAL_CASSETTE))
     monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "replay")
     argv = ["eval", "toolmaker", str(EXAMPLES / "fc_alarm_triage"), *EVAL_RUNS[config],
-            "--out", str(tmp_path / "out"), "--json"]  # fmt: skip
+            "--pipeline", "legacy", "--out", str(tmp_path / "out"), "--json"]  # fmt: skip
     assert main(argv) == 0
     replayed = json.loads(capsys.readouterr().out)
     assert replayed["live"] is False

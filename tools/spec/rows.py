@@ -108,7 +108,9 @@ def select(m: Measure, bound: dict[str, Any], timestamp: str) -> tuple[str, list
     return text, params
 
 
-async def read(m: Measure, bound: dict[str, Any], timestamp: str, ctx: Any) -> tuple[float | None, str]:
+async def read(
+    m: Measure, bound: dict[str, Any], timestamp: str, ctx: Any
+) -> tuple[float | None, str]:
     """The measurement's number (None: no value) and the SQL that read it."""
     m = Bound.measure(m, ctx)
     text, params = select(m, bound, timestamp)

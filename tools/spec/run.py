@@ -29,7 +29,9 @@ async def trace(check: Check, input: dict[str, Any], ctx: Any) -> tuple[Verdict,
         bound[name] = await rows.lookup(x, bound, ctx)
         seen[f"${name}"] = bound[name]
         if bound[name] is None:
-            return _verdict(check.missing, None, threshold, f"no {x.table}.{x.column} for ${name}"), seen
+            return _verdict(
+                check.missing, None, threshold, f"no {x.table}.{x.column} for ${name}"
+            ), seen
     needed = names(check.value) | (names(check.guard) if check.guard else set())
     readers = {
         name: (series.read if m.kind == "series" else rows.read)(
@@ -63,7 +65,9 @@ async def trace(check: Check, input: dict[str, Any], ctx: Any) -> tuple[Verdict,
     try:
         value = evaluate(check.value, values) * check.scale
     except ZeroDivisionError:
-        return _verdict(check.zero_division, None, threshold, f"{check.value}: division by zero"), seen
+        return _verdict(
+            check.zero_division, None, threshold, f"{check.value}: division by zero"
+        ), seen
     holds = OPS[check.op](value, number)
     observed = round(value, check.round_to)
     read = ", ".join(f"{k}={v:g}" for k, v in values.items())

@@ -135,6 +135,9 @@ class Round(BaseModel):
     sandbox_reason: str | None = None
     failures: list[CaseResult] = Field(default_factory=list)  # the first few, as shown
     diagnosis: str | None = None  # the reflector's, written after this round's test
+    samples: list[Sample] = Field(default_factory=list)  # spec pipeline: the N candidates
+    search: list[str] = Field(default_factory=list)  # spec pipeline: the search's steps
+    found_by: Literal["model", "search"] | None = None  # who made the round's kept spec
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
@@ -157,6 +160,8 @@ class MakeRecord(BaseModel):
     train_pass: float = 0.0
     eval_pass: float | None = None  # filled by the evaluation, never shown to the model
     eval_cases: int | None = None
+    demonstrations: list[str] = Field(default_factory=list)  # spec pipeline: "node (score)"
+    samples: int | None = None  # spec pipeline: candidates per round
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
@@ -171,3 +176,20 @@ class MakeRecord(BaseModel):
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+
+class Sample(BaseModel):
+    """One of a round's N sampled specs and what execution on the training cases made of it."""
+
+    index: int
+    spec: dict[str, Any] | None = None
+    passed: int = 0
+    cases: int = 0
+    problem: str | None = None  # unparsable, rejected by validation, or raised on every case
+    duplicate_of: int | None = None  # the same spec as an earlier sample (not run again)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+
+
+Round.model_rebuild()

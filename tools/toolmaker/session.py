@@ -85,15 +85,18 @@ class MakeSession:
         return node
 
     def example_tool(self, node_id: str) -> str:
-        """A hand-written tool of ANOTHER node, as a format example (never the node's own)."""
+        """A hand-written tool of ANOTHER node, as a format example (never the node's own);
+        a free-Python one, since the code form writes Python."""
         registry = Registry(self.sop_dir / "tools")
         for entry in registry.list():
             if entry.node_id == node_id or entry.active is None:
                 continue
             try:
-                return registry.resolve(entry.node_id).path.read_text(encoding="utf-8")
+                text = registry.resolve(entry.node_id).path.read_text(encoding="utf-8")
             except (RegistryError, OSError):
                 continue
+            if "async def run" in text:  # free Python, not a spec: the code form's example
+                return text
         return ""
 
     def deps(self, node_id: str, key: str | None = None) -> MakeDeps:

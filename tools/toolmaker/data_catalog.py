@@ -1,0 +1,92 @@
+"""The names a spec may use, read from the MCP servers' own listing tools.
+
+A server with ``list_metrics`` serves series (PromQL): its metrics, each with its unit. A
+server with ``list_tables`` and ``list_columns`` serves rows (SQL): its tables and their
+columns. The tool-maker's grammar is built from these names, so a candidate can be wrong but
+never name a metric, table or column that does not exist.
+
+Example:
+    >>> data = await DataCatalog.read(catalog, ["robotics"])  # doctest: +SKIP
+    >>> data.metrics["robotics"][:2]                           # doctest: +SKIP
+    ['camera_read_fail_pct', 'label_print_fail_pct']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sopgraph.tools.toolmaker.catalog import Catalog
+
+TIME_TYPES = ("TIMESTAMP", "DATETIME", "DATE")
+
+
+@dataclass
+class DataCatalog:
+    metrics: dict[str, list[str]] = field(default_factory=dict)  # server -> metric names
+    units: dict[str, str] = field(default_factory=dict)  # metric -> unit / help
+    tables: dict[str, dict[str, list[str]]] = field(
+        default_factory=dict
+    )  # server -> table -> columns
+    types: dict[str, str] = field(default_factory=dict)  # "table.column" -> SQL type
+
+    @classmethod
+    async def read(cls, catalog: Catalog, servers: list[str]) -> DataCatalog:
+        out = cls()
+        for server in servers:
+            names = {t.name for t in catalog.servers.get(server, [])}
+            call = catalog.pool.call
+            if "list_metrics" in names:
+                listed = await call(server, "list_metrics", {})
+                metrics = listed.get("metrics", []) if isinstance(listed, dict) else listed
+                out.metrics[server] = [str(m) for m in metrics]
+                if "get_metric_metadata" in names:
+                    for m in out.metrics[server]:
+                        try:
+                            meta = await call(server, "get_metric_metadata", {"metric": m})
+                        except Exception:  # noqa: BLE001 - a unit is a nicety
+                            continue
+                        if isinstance(meta, dict):
+                            out.units[m] = "; ".join(
+                                f"{k}={v}" for k, v in meta.items()
+                                if k in ("type", "unit", "help") and v
+                            )  # fmt: skip
+            if "list_tables" in names and "list_columns" in names:
+                listed = await call(server, "list_tables", {})
+                tables = {}
+                for item in listed if isinstance(listed, list) else listed.get("tables", []):
+                    table = item["table"] if isinstance(item, dict) else str(item)
+                    cols = await call(server, "list_columns", {"table": table})
+                    tables[table] = [c["name"] for c in cols]
+                    for c in cols:
+                        out.types[f"{table}.{c['name']}"] = str(c.get("type", ""))
+                out.tables[server] = tables
+        return out
+
+    def time_columns(self, table: str) -> list[str]:
+        cols = [c for s in self.tables.values() for c in s.get(table, [])]
+        timed = [c for c in cols if self.types.get(f"{table}.{c}", "").upper() in TIME_TYPES]
+        named = [c for c in cols if c.endswith(("_at", "_start", "interval", "_time", "ts"))]
+        return list(dict.fromkeys(timed + named))
+
+    def render(self) -> str:
+        """The names as prompt text, one line a metric or table."""
+        lines = []
+        for server, metrics in self.metrics.items():
+            lines.append(f"server {server} (metrics, PromQL):")
+            lines += [f"  {m}: {self.units.get(m, '')}" for m in metrics]
+        for server, tables in self.tables.items():
+            lines.append(f"server {server} (tables, SQL):")
+            for table, cols in tables.items():
+                typed = ", ".join(f"{c} {self.types.get(f'{table}.{c}', '')}".strip() for c in cols)
+                lines.append(f"  {table}({typed})")
+        return "\n".join(lines)
+
+    def measurement_key(self, m: dict[str, Any]) -> tuple:
+        """What a measurement reads, for telling copies apart: the metric, or the table,
+        column and literal filters."""
+        if m.get("metric"):
+            return ("metric", m["metric"])
+        lits = tuple(sorted((k, str(v)) for k, v in (m.get("where") or {}).items()
+                            if not str(v).startswith("$")))  # fmt: skip
+        return ("table", m.get("table"), m.get("column"), lits)

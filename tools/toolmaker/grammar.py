@@ -1,0 +1,174 @@
+"""The tool-maker's output grammar, built per node: a spec that can only name what exists.
+
+``spec_model`` returns a pydantic model of the spec's JSON form (``sopgraph.tools.spec``)
+whose names are enumerations read from the catalog and the SOP: the node's servers, their
+metrics or tables, each table's own columns, the SOP's parameter names, the input's fields.
+DSPy sends its JSON schema as the response format; llama.cpp compiles that into a grammar, so
+every token the model samples keeps the reply a spec of this node's world. A candidate may
+still be wrong (the wrong metric, window or comparison), never unparsable or made up.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from sopgraph.tools.toolmaker.data_catalog import DataCatalog
+
+# The measurements are named a and b in the grammar (a required, b optional): a JSON schema's
+# minProperties is not enforced by llama.cpp's grammar, and an empty `measures` is the easiest
+# reply. Library demonstrations are shown with the same names (``demos.canonical``).
+FORMULAS = ("a", "a / b", "a - b", "b - a", "a + b", "(a - b) / b", "(b - a) / b", "max(a, b)",
+            "min(a, b)", "abs(a - b)")  # fmt: skip
+WINDOWS = (5, 10, 15, 20, 30, 45, 60, 120, 180, 240, 360, 720, 1440, 10080)
+SERIES_REDUCES = ("mean", "sum", "min", "max", "count", "last")
+ROW_REDUCES = ("mean", "sum", "min", "max", "count", "last", "increase", "age")
+
+
+def _lit(values: list[Any] | tuple[Any, ...]) -> Any:
+    return Literal[tuple(values)]  # type: ignore[valid-type]
+
+
+def _name(*parts: str) -> str:
+    return "".join(p.title().replace("_", "") for p in parts)
+
+
+def hinted(
+    data: DataCatalog, hints: list[str]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The metrics and tables a node's data hints name (``server.metric``, ``server.table``
+    or ``server.column``), per server; a server none of whose items is named keeps them all."""
+    metrics, tables = {}, {}
+    for server, names in data.metrics.items():
+        named = [m for m in names if f"{server}.{m}" in hints]
+        metrics[server] = named or names
+    for server, by_table in data.tables.items():
+        named = [
+            t for t, cols in by_table.items()
+            if f"{server}.{t}" in hints or any(f"{server}.{c}" in hints for c in cols)
+        ]  # fmt: skip
+        tables[server] = named or list(by_table)
+    return metrics, tables
+
+
+def spec_model(
+    data: DataCatalog, params: list[str], input_fields: list[str], hints: list[str] | None = None
+) -> type[BaseModel]:
+    """The reply ``{"spec": ...}`` for one node: a spec with every name an enumeration, in
+    one of two shapes (value ``a`` over one measurement, or a formula over ``a`` and ``b``),
+    every field in the order the library's demonstrations show it. With ``hints`` (the node's
+    ``data:``), measurements read only the named metrics and tables; lookups any table."""
+    read_metrics, read_tables = hinted(data, hints or [])
+    refs = _lit([f"${f}" for f in input_fields] or ["$site"])
+    strict = ConfigDict(extra="forbid")
+    measures: list[type[BaseModel]] = []
+    for server, metrics in read_metrics.items():
+        if not metrics:
+            continue
+        match = create_model(
+            _name("match", server), __config__=strict,
+            **{label: (refs | None, None) for label in ("site", "station")},
+        )  # fmt: skip
+        measures.append(
+            create_model(
+                _name("series", server),
+                __config__=strict,
+                server=(_lit([server]), ...),
+                metric=(_lit(metrics), ...),
+                match=(match, ...),
+                minutes=(_lit(WINDOWS), ...),
+                reduce=(_lit(SERIES_REDUCES), ...),
+            )  # fmt: skip
+        )
+    lookups: list[type[BaseModel]] = []
+    for server, tables in data.tables.items():
+        for table, cols in tables.items():
+            col = _lit(cols)
+            times = data.time_columns(table) or cols
+            where = create_model(
+                _name("where", server, table), __config__=strict,
+                **{c: (str | None, None) for c in cols},
+            )  # fmt: skip
+            if table in read_tables.get(server, []):
+                measures.append(
+                    create_model(
+                        _name("rows", server, table),
+                        __config__=strict,
+                        server=(_lit([server]), ...),
+                        table=(_lit([table]), ...),
+                        column=(col | None, None),
+                        where=(where, ...),
+                        time_column=(_lit(times) | None, None),
+                        minutes=(_lit(WINDOWS) | None, None),
+                        reduce=(_lit(ROW_REDUCES), ...),
+                        open_at=(list[_lit(times)] | None, None),  # type: ignore[misc]
+                        age_unit=(_lit(("minutes", "hours", "days")) | None, None),
+                        default=(float | None, None),
+                    )  # fmt: skip
+                )
+            lookups.append(
+                create_model(
+                    _name("lookup", server, table),
+                    __config__=strict,
+                    server=(_lit([server]), ...),
+                    table=(_lit([table]), ...),
+                    column=(col, ...),
+                    where=(where, ...),
+                )  # fmt: skip
+            )
+    measure = functools.reduce(operator.or_, measures)
+    threshold = (_lit(params) | float) if params else float
+    lookup = None
+    if lookups:
+        lookup = functools.reduce(operator.or_, lookups)
+
+    def shape(name: str, formulas: tuple[str, ...], two: bool) -> type[BaseModel]:
+        # the value comes first: choosing it chooses one measurement or two
+        named = create_model(
+            f"{name}Measures", __config__=strict, a=(measure, ...),
+            **({"b": (measure, ...)} if two else {}),
+        )  # fmt: skip
+        fields: dict[str, Any] = {
+            "value": (_lit(formulas), ...),
+            "measures": (named, ...),
+            "scale": (_lit((1, 100, 0.01)), ...),
+            "op": (_lit((">", ">=", "<", "<=", "==", "!=")), ...),
+            "threshold": (threshold, ...),
+            "missing": (_lit(("no_data", "true", "false")), ...),
+        }
+        if two:
+            fields["zero_division"] = (_lit(("no_data", "true", "false")), ...)
+        if lookup is not None:
+            fields["lookups"] = (dict[str, lookup] | None, None)  # type: ignore[valid-type]
+        return create_model(name, __config__=strict, **fields)
+
+    one = shape("OneMeasure", ("a",), False)
+    two = shape("TwoMeasures", FORMULAS[1:], True)
+    return create_model("Reply", __config__=strict, spec=(one | two, ...))
+
+
+def response_format(model: type[BaseModel]) -> dict[str, Any]:
+    """The reply's JSON schema as llama.cpp's server reads it (its ``json_object`` dialect)."""
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return {"type": "json_object", "schema": schema}
+
+
+def as_spec_dict(model: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    """The filled model as the spec's JSON form: unset and null fields left out."""
+    raw = model.model_dump(exclude_none=True) if isinstance(model, BaseModel) else dict(model)
+    if set(raw) == {"spec"}:
+        raw = raw["spec"]
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items() if x is not None}
+        return v
+
+    out = clean(raw)
+    if not out.get("lookups"):
+        out.pop("lookups", None)
+    return out

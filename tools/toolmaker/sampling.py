@@ -1,0 +1,268 @@
+"""The spec pipeline: many candidates from one prompt, chosen by execution, repaired by diagnosis.
+
+For one node: the model fills the node's spec under a grammar built from the catalog
+(``grammar.spec_model``) with the ``k`` most similar verified specs of the library as
+demonstrations (``demos``). Each round samples ``samples`` candidates from one prompt (the
+first greedy, the rest at temperature; llama.cpp reuses the prompt's KV cache, so only the
+first pays for reading it), runs each distinct one on the training cases on the host, and keeps
+the best (ties: the shorter spec). With repair (``+r``) the host then walks the candidate's
+conventions (``search.improve``) and, short of a full pass, the reflector reads the kept
+candidate's failing cases with what it measured; its diagnosis and those cases are the next
+round's feedback. ``+d`` adds the servers' data description (units, meanings, sample rows).
+Every sample, its score, the search's steps and the diagnosis are kept in the make record.
+
+Example:
+    >>> record = await make_spec_tool(deps, train, config="sop+d+r", samples=8)  # doctest: +SKIP
+    >>> record.train_pass, record.best.found_by                                    # doctest: +SKIP
+    (1.0, 'model')
+"""
+
+from __future__ import annotations
+
+import json
+import pprint
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import dspy
+
+from sopgraph.graphs.model import Node, Sop
+from sopgraph.prompts.adapter import dspy_context_with
+from sopgraph.prompts.toolmaker import CheckMakerModule
+from sopgraph.tools.toolmaker.context import NodeBrief, check_text
+from sopgraph.tools.toolmaker.data_catalog import DataCatalog
+from sopgraph.tools.toolmaker.demos import Demo, canonical, render
+from sopgraph.tools.toolmaker.execution import Score, SpecRunner, failures_text
+from sopgraph.tools.toolmaker.grammar import as_spec_dict, response_format, spec_model
+from sopgraph.tools.toolmaker.maker import Usage, call_failure
+from sopgraph.tools.toolmaker.record import Candidate, Case, MakeRecord, Round, Sample
+from sopgraph.tools.toolmaker.reflector import Reflector
+from sopgraph.tools.toolmaker.search import improve, size
+
+SAMPLES = 8
+ROUNDS = 1  # repair rounds after the first (each samples again around the diagnosis)
+TEMPERATURE = 0.8
+Stage = Callable[[str, str], None]
+
+
+@dataclass
+class SpecDeps:
+    """What one node's spec make runs with."""
+
+    sop: Sop
+    node: Node
+    brief: NodeBrief
+    data: DataCatalog
+    runner: SpecRunner
+    demos: list[Demo] = field(default_factory=list)
+    input_fields: list[str] = field(default_factory=lambda: ["site", "station", "timestamp"])
+    lm: dspy.BaseLM | None = None
+    reflector: Reflector | None = None
+    model: str = "model"
+
+
+def _noop(stage: str, detail: str) -> None:
+    pass
+
+
+def params_of(brief: NodeBrief, text: str) -> list[str]:
+    """The parameters a threshold may name: those in the node's text, else every one."""
+    named = [p for p in brief.param_names if "{" + p + "}" in text]
+    return named or brief.param_names
+
+
+def inputs(deps: SpecDeps, config: str, feedback: str) -> dict[str, str]:
+    """Every text the model receives (the prompt-hygiene test reads these)."""
+    hints = ", ".join(deps.brief.data_hints) or "none"
+    names = []
+    for server, metrics in deps.data.metrics.items():
+        names.append(f"{server} metrics: {', '.join(metrics)}")
+    for server, tables in deps.data.tables.items():
+        for table, cols in tables.items():
+            names.append(f"{server} table {table}: {', '.join(cols)}")
+    data = f"the node names: {hints}\n" + "\n".join(names)
+    if "+d" in config:
+        data = f"the node names: {hints}\n{deps.data.render()}"
+    return {
+        "check": check_text(deps.brief),
+        "data": data,
+        "parameters": deps.brief.parameters,
+        "demonstrations": render(deps.demos),
+        "feedback": feedback,
+    }
+
+
+async def _sample(
+    module: CheckMakerModule,
+    lm: Any,
+    fmt: dict[str, Any],
+    config: dict[str, Any],
+    texts: dict[str, str],
+):
+    """One constrained call: (spec dict or None, problem, usage)."""
+    with dspy_context_with(lm, fmt), dspy.track_usage() as usage:
+        try:
+            pred = await module.acall(config=config, **texts)
+            problem = None
+        except Exception as exc:  # noqa: BLE001 - an unusable reply is a failed sample, kept
+            pred, problem = None, f"no spec: {call_failure(exc)}"
+    spent = Usage()
+    for entry in usage.get_total_tokens().values():
+        spent.input_tokens += int(entry.get("prompt_tokens") or 0)
+        spent.output_tokens += int(entry.get("completion_tokens") or 0)
+    if pred is None:
+        return None, problem, spent
+    raw = pred.spec
+    try:
+        spec = as_spec_dict(raw if not isinstance(raw, str) else json.loads(raw))
+    except Exception as exc:  # noqa: BLE001
+        return None, f"no spec: {call_failure(exc)}", spent
+    return spec, None, spent
+
+
+def tool_file(node_id: str, text: str, spec: dict[str, Any]) -> str:
+    """The tool file of a kept spec: the spec as data, ``run`` made from it."""
+    doc = " ".join(text.split()).replace('"""', "'''").replace("\\", "/")[:400]
+    body = pprint.pformat(canonical(spec), indent=1, width=96, sort_dicts=False)
+    return (
+        f'"""{node_id} (made by the tool-maker as a spec): {doc}"""\n\n'
+        "from sopgraph.tools.spec import tool\n\n"
+        f"SPEC = {body}\n\nrun = tool(SPEC)\n"
+    )
+
+
+async def make_spec_tool(
+    deps: SpecDeps,
+    train: list[Case],
+    *,
+    config: str = "sop+d+r",
+    samples: int = SAMPLES,
+    rounds: int = ROUNDS,
+    seed: int = 0,
+    on_stage: Stage = _noop,
+) -> MakeRecord:
+    """Make one node's tool as a spec from its labeled training cases."""
+    start = time.perf_counter()
+    with_repair = "+r" in config
+    record = MakeRecord(
+        node=deps.node.id, config=config, seed=seed, model=deps.model,  # type: ignore[arg-type]
+        form="spec", train_cases=len(train), samples=samples,
+        demonstrations=[f"{d.node} ({d.score})" for d in deps.demos],
+    )  # fmt: skip
+    if "+d" in config:
+        record.discovery = deps.data.render()
+    reply = spec_model(
+        deps.data, params_of(deps.brief, deps.node.text), deps.input_fields, list(deps.node.data)
+    )
+    fmt = response_format(reply)
+    module = CheckMakerModule()
+    feedback = "none"
+    best: tuple[dict[str, Any], Score, int] | None = None
+    for n in range(1 + (rounds if with_repair else 0)):
+        r0 = time.perf_counter()
+        texts = inputs(deps, config, feedback)
+        rnd = Round(round=n, candidate=Candidate(code=""))
+        seen: dict[str, int] = {}
+        kept: tuple[dict[str, Any], Score] | None = None
+        for i in range(samples):
+            on_stage("sample", f"round {n}: candidate {i + 1}/{samples}")
+            t0 = time.perf_counter()
+            cfg = {"temperature": 0.0} if i == 0 else {
+                "temperature": TEMPERATURE, "rollout_id": seed * 1000 + n * 100 + i,
+                "seed": seed * 1000 + n * 100 + i,
+            }  # fmt: skip
+            spec, problem, usage = await _sample(module, deps.lm, fmt, cfg, texts)
+            sample = Sample(index=i, spec=spec, problem=problem, input_tokens=usage.input_tokens,
+                            output_tokens=usage.output_tokens)  # fmt: skip
+            rnd.input_tokens += usage.input_tokens
+            rnd.output_tokens += usage.output_tokens
+            if spec is not None:
+                key = json.dumps(spec, sort_keys=True)
+                if key in seen:
+                    sample.duplicate_of = seen[key]
+                else:
+                    seen[key] = i
+                    score = await deps.runner.score(spec, train)
+                    sample.passed, sample.cases, sample.problem = (
+                        score.passed,
+                        score.cases,
+                        score.problem,
+                    )
+                    if score.problem is None and (
+                        kept is None
+                        or (score.passed, -size(spec)) > (kept[1].passed, -size(kept[0]))
+                    ):
+                        kept = (spec, score)
+            sample.seconds = round(time.perf_counter() - t0, 2)
+            rnd.samples.append(sample)
+        if kept is not None:
+            spec, score = kept
+            rnd.found_by = "model"
+            if with_repair and score.passed < score.cases:
+                on_stage("search", f"round {n}: conventions of the best candidate")
+                spec, score, steps = await improve(deps.runner, spec, score, train)
+                rnd.search = steps
+                if steps:
+                    rnd.found_by = "search"
+            rnd.candidate = Candidate(code=tool_file(deps.node.id, deps.node.text, spec), spec=spec)
+            rnd.passed, rnd.cases = score.passed, score.cases
+            rnd.train_pass = round(score.rate, 4)
+            rnd.failures = [r for r in score.results if not r.correct][:5]
+            if best is None or score.passed > best[1].passed:
+                best = (spec, score, n)
+        else:
+            rnd.candidate = Candidate(code="", problem="no sample gave a spec that runs")
+            rnd.cases = len(train)
+        full = best is not None and best[1].passed == best[1].cases
+        last = not with_repair or n == rounds or full
+        if not last and deps.reflector is not None and best is not None:
+            on_stage("reflect", f"round {n}: {best[1].cases - best[1].passed} failures")
+            failing = failures_text(best[1])
+            shown = json.dumps(canonical(best[0]))
+            diagnosis, spent = await deps.reflector.diagnose(deps.brief, "none", shown, failing)
+            rnd.diagnosis = diagnosis
+            rnd.input_tokens += spent.input_tokens
+            rnd.output_tokens += spent.output_tokens
+            feedback = (
+                f"best candidate so far ({best[1].passed}/{best[1].cases} training cases):\n"
+                f"{shown}\n\nfailing cases:\n{failing}\n\ndiagnosis:\n{diagnosis}"
+            )
+        rnd.seconds = round(time.perf_counter() - r0, 2)
+        record.rounds.append(rnd)
+        record.input_tokens += rnd.input_tokens
+        record.output_tokens += rnd.output_tokens
+        if last:
+            break
+    if best is None:
+        record.notes.append("no round produced a spec that runs")
+        record.best_round, record.train_pass = 0, 0.0
+    else:
+        record.best_round, record.train_pass = best[2], round(best[1].rate, 4)
+    record.seconds = round(time.perf_counter() - start, 2)
+    on_stage("done", f"train {record.train_pass:.0%}")
+    return record
+
+
+async def score_spec_heldout(
+    deps: SpecDeps, record: MakeRecord, held_out: list[Case]
+) -> MakeRecord:
+    """Run the kept spec on the held-out cases (after the make; never shown to the model)."""
+    best = record.best
+    record.eval_cases = len(held_out)
+    if best is None or best.candidate.spec is None or not held_out:
+        record.eval_pass = 0.0
+        return record
+    score = await deps.runner.score(best.candidate.spec, held_out)
+    record.eval_pass = round(score.rate, 4)
+    wrong = [r for r in score.results if not r.correct]
+    if wrong:
+        record.notes.append(
+            f"held-out: {len(wrong)} of {len(held_out)} wrong, e.g. "
+            + "; ".join(
+                f"{r.case.site} {r.case.timestamp} expected {r.case.expected} got {r.value or r.error}"
+                for r in wrong[:3]
+            )
+        )
+    return record
