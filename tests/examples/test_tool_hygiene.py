@@ -86,7 +86,11 @@ def test_the_spec_runtime_uses_only_the_kit_and_the_standard_library(path):
     tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
             for name in names:
                 assert (
                     name.split(".")[0] in sys.stdlib_module_names
