@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from rich.table import Table
@@ -20,8 +21,30 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def format_run(result: Any) -> str:
-    """A run as lines: status, each step with its verdict, actions, interrupts and open nodes."""
+def resume_hint(sop: str | None, thread_id: str) -> str:
+    """The command that answers a paused run, with the SOP's path as given (``<sop>`` unknown)."""
+    where = shlex.quote(str(sop)) if sop else "<sop>"
+    return f"sopgraph resume {where} --thread {shlex.quote(thread_id)} --decision approve|reject"
+
+
+def decided_by(action: dict[str, Any]) -> str:
+    """Who let a gated action go (or stopped it), in words: ``not gated (no approval needed)``,
+    ``approved by cli user ann``, ``rejected by the reject policy``."""
+    how = str(action.get("by") or "")
+    if how == "not gated":
+        return "not gated (no approval needed)"
+    verb = "approved" if action.get("approved", True) else "rejected"
+    who = action.get("approver")
+    if how.startswith("policy:"):
+        return f"{verb} by the {how.removeprefix('policy:')} policy" + (f" ({who})" if who else "")
+    if how == "human":
+        return f"{verb} by {who or 'a person'}"
+    return f"{verb} by {how}" if how else verb
+
+
+def format_run(result: Any, sop: str | None = None) -> str:
+    """A run as lines: status, each step with its verdict, actions, interrupts and open nodes;
+    ``sop``, the SOP's path as the user gave it, goes into the resume hint."""
     lines = [
         f"run {result.thread_id} ({result.sop_id}): {result.status}"
         + (" (resumed)" if result.resumed else "")
@@ -42,11 +65,11 @@ def format_run(result: Any) -> str:
         err = f"  ({step['error']})" if step.get("error") else ""
         lines.append(f"  {step['node']:<40} {status:<10} {verdict:<8} {via}{extra}{err}")
     for act in result.actions:
-        lines.append(f"  action {act['node']}: {act['status']} (by {act['by']})")
+        lines.append(f"  action {act['node']}: {act['status']}, {decided_by(act)}")
     for intr in result.interrupts:
         lines.append(
             f"  waiting: {intr.get('node')} needs approval; resume with "
-            f"`sopgraph resume <sop> --thread {result.thread_id} --decision approve|reject`"
+            f"`{resume_hint(sop, result.thread_id)}`"
         )
     for node, why in result.unresolved.items():
         lines.append(f"  unresolved: {node}: {why}")

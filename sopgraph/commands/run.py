@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from typing import Any
 
 from sopgraph.arguments import add_trace
@@ -21,13 +22,13 @@ def _read_input(spec: str) -> dict[str, Any]:
         raise UserError(str(exc)) from None
 
 
-def _print_result(result: Any, as_json: bool) -> None:
+def _print_result(result: Any, as_json: bool, sop: str | None = None) -> None:
     if as_json:
         print(result.model_dump_json(indent=2))
         return
     from sopgraph.report import format_run
 
-    print(format_run(result))
+    print(format_run(result, sop))
 
 
 def _traced(mode: str | None, go: Any) -> Any:
@@ -54,17 +55,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Input mistakes first: the engine's imports take seconds.
     inp = _read_input(args.input) if args.input else {}
     check_checkpoint(args.checkpoint)
+    from sopgraph.approval_prompt import ask_pending, can_ask, paused_line
     from sopgraph.runtime.runner import Session
 
     models = models_for(args.arch)
+    ask = args.approval == "ask" and can_ask()
 
     async def go():
         async with Session(args.sop, checkpoint=args.checkpoint, approval=args.approval,
                            arch=args.arch, model=models.chat, lm=models.lm) as s:  # fmt: skip
-            return await s.run(inp, thread_id=args.thread, approver=_cli_user())
+            result = await s.run(inp, thread_id=args.thread, approver=_cli_user())
+            return await ask_pending(s, result, _cli_user()) if ask else result
 
     result = _traced(args.trace, go)
-    _print_result(result, args.json)
+    if result.interrupts and args.approval == "ask" and not ask:
+        print(paused_line(result, args.sop), file=sys.stderr)
+    _print_result(result, args.json, args.sop)
     return exit_code(result.status)
 
 
@@ -80,7 +86,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             return await s.resume(args.thread, args.decision, approver=_cli_user())
 
     result = _traced(args.trace, go)
-    _print_result(result, args.json)
+    _print_result(result, args.json, args.sop)
     return exit_code(result.status)
 
 
@@ -101,7 +107,8 @@ def register(sub: Any) -> None:
         "--approval",
         choices=["ask", "approve", "reject"],
         default="ask",
-        help="gated actions: pause and ask (default), or approve/reject all",
+        help="gated actions: ask (default: y/n at a terminal; without one the run pauses and "
+        "says how to resume it), or approve/reject all",
     )
     r.add_argument(
         "--checkpoint",
