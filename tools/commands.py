@@ -1,4 +1,4 @@
-"""``sopgraph tools list|promote|revert|remove|rehash``: library functions the CLI calls.
+"""``sopgraph tools list|add|promote|revert|remove|rehash``: library functions the CLI calls.
 
 Each returns the text to print; a mistake the user can fix raises a ``RegistryError`` whose
 ``str()`` is one line.
@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 from sopgraph.graphs.loader import SopError, load_sop
-from sopgraph.tools.registry import Registry, ToolEntry, VersionInfo
+from sopgraph.tools.registry import Registry, RegistryError, ToolEntry, VersionInfo
 
 _HEADER = ("node", "active", "versions", "author", "train", "eval", "date", "sha256", "status")
 
@@ -34,6 +35,15 @@ def _decision_nodes(sop_dir: Path) -> list[str]:
     except SopError:
         return []
     return [n.tool_name for n in sop.decision_nodes]
+
+
+def _tool_names(sop_dir: Path) -> list[str] | None:
+    """The tool name of every node of the SOP (None: it does not load)."""
+    try:
+        sop = load_sop(_sop_dir(sop_dir), check=False)
+    except SopError:
+        return None
+    return sorted({n.tool_name for n in sop.nodes.values()})
 
 
 def _pct(x: float | None) -> str:
@@ -80,6 +90,10 @@ def tools_list(sop_dir: Path, as_json: bool = False) -> str:
             rows.append(
                 {"node": node, "active": None, "history": [], "status": "no tool", "versions": []}
             )
+    for path in reg.unregistered():
+        row = next((r for r in rows if r["node"] == path.parent.name), None)
+        if row is not None and not row["versions"]:
+            row["status"] = f"not registered: {path.name} (sopgraph tools add)"
     rows.sort(key=lambda r: r["node"])
     if as_json:
         return json.dumps({"sop": reg.sop_id, "tools": rows}, indent=2)
@@ -173,7 +187,48 @@ def tools_remove(sop_dir: Path, node: str) -> str:
     )
 
 
+def tools_add(
+    sop_dir: Path, node: str, file: Path, dev: bool = False, activate: bool = False
+) -> str:
+    """Register the hand-written tool ``file`` as ``node``'s next version (see
+    ``Registry.add_file``); the node must be one of the SOP's when the SOP loads."""
+    names = _tool_names(sop_dir)
+    if names is not None and node not in names:
+        near = difflib.get_close_matches(node, names, n=1)
+        hint = f"did you mean '{near[0]}'?" if near else f"its nodes: {', '.join(names)}"
+        raise RegistryError(f"{_sop_dir(sop_dir) / 'sop.yaml'} has no node '{node}'; {hint}")
+    reg = registry_for(sop_dir)
+    version, active = reg.add_file(node, Path(file), dev=dev, activate=True if activate else None)
+    path = reg.path_of(node, version)
+    sop = shlex.quote(str(sop_dir))
+    if dev:
+        return (
+            f"{node}: v{version} registered as a development version and active: edit {path}; "
+            "each run uses the file as it is then, with no checksum. When it is done, register "
+            f"it for review: `sopgraph tools add {sop} {node} {shlex.quote(str(path))}`"
+        )
+    sha = reg.entry(node).version(version).sha256[:12]  # type: ignore[union-attr]
+    done = f"{node}: v{version} registered from {file} as {path} (author human, sha256 {sha})"
+    if active:
+        return f"{done}, active"
+    before = reg.entry(node).active
+    return (
+        f"{done}; v{before} stays active. To switch: `sopgraph tools promote {sop} {node} "
+        f"{version}`"
+    )
+
+
 def tools_rehash(sop_dir: Path, node: str | None = None) -> str:
     reg = registry_for(sop_dir)
-    reg.rehash(node)
-    return f"rehashed {node or 'every tool'} in {reg.manifest_path}"
+    count = reg.rehash(node)
+    text = f"rehashed {node or 'every tool'} ({count} version(s)) in {reg.manifest_path}"
+    files = [] if node else reg.unregistered()
+    if files:
+        first = files[0]
+        text += (
+            f"; not registered, so not rehashed: "
+            f"{', '.join(str(f.relative_to(reg.lib_dir)) for f in files)} (register with "
+            f"`sopgraph tools add {shlex.quote(str(sop_dir))} {first.parent.name} "
+            f"{shlex.quote(str(first))}`)"
+        )
+    return text

@@ -16,7 +16,14 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 try:  # POSIX only; without it concurrent writers from several processes may lose an update
     import fcntl
@@ -40,6 +47,16 @@ class ManifestVersion(BaseModel):
     tokens: int | None = None
     seconds: float | None = None
     record: str | None = None  # file beside the version: every round, trace and decision
+    # A development version (``sopgraph tools add --dev``): its file runs as it is at each
+    # resolve, its sha256 (the file as registered) is not enforced, and it is never promoted.
+    dev: bool = False
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
+        out = handler(self)
+        if not self.dev:  # only development versions carry the key: manifests stay as they were
+            out.pop("dev", None)
+        return out
 
 
 class ManifestTool(BaseModel):

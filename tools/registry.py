@@ -9,6 +9,12 @@ Layout: ``<sop dir>/tools/<node id>/v<N>.py`` plus ``<sop dir>/tools/manifest.js
 Promoting or reverting a version only edits the manifest. A file whose sha256 differs from
 the manifest is refused at load, so an edited tool never runs unreviewed.
 
+A hand-written file is registered with ``add_file`` (``sopgraph tools add``), which checks it
+against the contract before anything is written. A *development* version (``"dev": true``,
+``sopgraph tools add --dev``) is the exception to the checksum: the file is read afresh at each
+``resolve``, so a tool being written runs as it is after every edit; it is shown as ``dev``,
+never promoted, and registered for real with ``add_file`` once it is done.
+
 Example:
     >>> reg = Registry(Path("examples/service_interruption/tools"))  # doctest: +SKIP
     >>> tool = reg.resolve("obs_station_idle")                          # doctest: +SKIP
@@ -22,6 +28,8 @@ import datetime as dt
 import hashlib
 import os
 import re
+import shlex
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +37,7 @@ from pathlib import Path
 
 import yaml
 
+from sopgraph.tools.contract import ContractError, load_run
 from sopgraph.tools.manifest import (
     Manifest,
     ManifestFile,
@@ -77,6 +86,7 @@ class VersionInfo:
     tokens: int | None = None
     seconds: float | None = None
     record: str | None = None
+    dev: bool = False  # a development version: runs as the file is now, never promoted
 
 
 @dataclass(frozen=True)
@@ -148,6 +158,8 @@ class Registry:
                     f"node '{node_id}' activates v{entry.active}, which is not registered in "
                     f"{self.manifest_path}; promote a registered version"
                 )
+            if info.dev:  # the file as it is now, never cached by manifest
+                return self._load_dev(node_id, entry.active, info.author)
             tool = self._load(node_id, entry.active, info.sha256, info.author)
             self._active[node_id] = (manifest, tool)
             return tool
@@ -161,6 +173,8 @@ class Registry:
             ToolLoadError: the file fails to import or breaks the contract.
         """
         with self._lock:
+            if info.dev:
+                return self._load_dev(node_id, info.version, info.author)
             return self._load(node_id, info.version, info.sha256, info.author)
 
     def has(self, node_id: str) -> bool:
@@ -184,12 +198,26 @@ class Registry:
         return self._entry(node_id, tool)
 
     def status(self, node_id: str, version: int) -> str:
-        """``ok``, ``modified`` (sha256 differs) or ``missing`` (no file) for one version."""
+        """``ok``, ``modified`` (sha256 differs), ``missing`` (no file) or ``dev`` (a
+        development version, whose file runs as it is) for one version."""
         info = self._read().tools[node_id].versions[str(version)]
         path = self.path_of(node_id, version)
         if not path.is_file():
             return "missing"
+        if info.dev:
+            return "dev"
         return "ok" if sha256_of(path) == info.sha256 else "modified"
+
+    def unregistered(self) -> list[Path]:
+        """Version files on disk (``<node>/v<N>.py``) that the manifest does not register."""
+        tools = self._read().tools
+        found = []
+        for path in sorted(self.lib_dir.glob("*/v*.py")):
+            g = _VERSION_FILE.match(path.name)
+            node = path.parent.name
+            if g and str(int(g.group(1))) not in (tools[node].versions if node in tools else {}):
+                found.append(path)
+        return found
 
     @property
     def sop_id(self) -> str:
@@ -204,17 +232,19 @@ class Registry:
         author: str,
         train_pass: float | None = None,
         eval_pass: float | None = None,
-        activate: bool = False,
+        activate: bool | None = False,
         reason: str | None = None,
         tokens: int | None = None,
         seconds: float | None = None,
         record_json: str | None = None,
+        dev: bool = False,
     ) -> int:
         """Write ``code`` as the node's next version and register it; returns its number.
 
         Numbers never reuse a file left on disk (for instance by ``remove``). A tool-maker
         version also records its cost and saves ``record_json`` (its make record) beside it
-        as ``v<N>.make.json``.
+        as ``v<N>.make.json``. ``activate``: ``None`` activates it only when the node has no
+        active version yet. ``dev``: a development version (see the module docstring).
         """
         _check_node_id(node_id)
         _check_author(author)
@@ -242,10 +272,42 @@ class Registry:
                 tokens=tokens,
                 seconds=seconds,
                 record=record,
+                dev=dev,
             )
-            if activate:
+            if activate or (activate is None and tool.active is None):
                 tool.activate(version)
         return version
+
+    def add_file(
+        self, node_id: str, path: Path, *, dev: bool = False, activate: bool | None = None
+    ) -> tuple[int, bool]:
+        """Register the hand-written tool at ``path`` as the node's next version (author
+        ``human``); returns its number and whether it is active now.
+
+        The file is checked against the contract first (imported under a name of its own and
+        its ``run`` inspected); a file that breaks it registers nothing. ``activate``: ``None``
+        activates it only when the node has no active version yet; a development version is
+        always activated (it cannot be promoted later).
+
+        Raises:
+            ToolMissing: no such file.
+            ToolLoadError: the file fails to import or breaks the contract.
+        """
+        _check_node_id(node_id)
+        path = Path(path)
+        try:
+            source = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            raise ToolMissing(f"{path}: no such tool file; give the path of a .py file") from None
+        check_contract(path, source)
+        try:
+            code = source.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolLoadError(f"{path}: not UTF-8 text; save the tool as UTF-8") from None
+        version = self.add_version(
+            node_id, code, "human", activate=True if dev else activate, dev=dev
+        )
+        return version, self._read().tools[node_id].active == version
 
     def promote(self, node_id: str, version: int) -> None:
         """Make ``version`` the active one (the file must match its sha256)."""
@@ -257,6 +319,13 @@ class Registry:
                 raise RegistryError(
                     f"node '{node_id}' has no v{version} (registered: {known}); "
                     "pick one of the registered versions"
+                )
+            if info.dev:
+                path = self.path_of(node_id, version)
+                raise RegistryError(
+                    f"node '{node_id}': v{version} is a development version (its file runs "
+                    "unchecked) and is never promoted; register it for review with "
+                    f"`sopgraph tools add {self._sop_arg()} {node_id} {shlex.quote(str(path))}`"
                 )
             verified_source(self.path_of(node_id, version), info.sha256)
             tool.activate(version)
@@ -277,7 +346,8 @@ class Registry:
                     f"node '{node_id}': earlier version v{previous} is no longer registered; "
                     "use `sopgraph tools promote` instead"
                 )
-            verified_source(self.path_of(node_id, previous), info.sha256)
+            if not info.dev:  # a development version was active before: it may be again
+                verified_source(self.path_of(node_id, previous), info.sha256)
             tool.history.pop()
             tool.active = previous
             return previous
@@ -303,9 +373,17 @@ class Registry:
             if eval is not None:
                 info.eval_pass = eval
 
-    def rehash(self, node_id: str | None = None) -> None:
-        """Accept the files as they are now: record their sha256 in the manifest."""
+    def rehash(self, node_id: str | None = None) -> int:
+        """Accept the files as they are now: record their sha256 in the manifest; returns how
+        many versions it rehashed.
+
+        Raises:
+            ToolMissing: a registered file is missing, the node is not registered, or the
+                manifest registers nothing (files on disk are named, with how to add them).
+        """
         with self._write() as m:
+            if node_id is None and not m.tools:
+                raise ToolMissing(self._nothing_registered())
             nodes = [node_id] if node_id is not None else list(m.tools)
             for n in nodes:
                 tool = self._tool(m, n)
@@ -317,6 +395,7 @@ class Registry:
                             f"`sopgraph tools remove {n}`"
                         )
                     info.sha256 = sha256_of(path)
+            return sum(len(self._tool(m, n).versions) for n in nodes)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -330,12 +409,53 @@ class Registry:
             self._loaded[key] = tool
         return tool
 
+    def _load_dev(self, node_id: str, version: int, author: str) -> LoadedTool:
+        """A development version as its file is now (loaded once per content)."""
+        path = self.path_of(node_id, version)
+        try:
+            sha256 = sha256_of(path)
+        except FileNotFoundError:
+            raise ToolMissing(
+                f"development tool file {path} is missing; restore it or register another "
+                f"with `sopgraph tools add {self._sop_arg()} {node_id} FILE --dev`"
+            ) from None
+        return self._load(node_id, version, sha256, author)
+
+    def _sop_arg(self) -> str:
+        """The SOP folder as a shell argument, for the commands a message names."""
+        return shlex.quote(str(self.lib_dir.parent))
+
+    def _add_command(self, path: Path) -> str:
+        return f"`sopgraph tools add {self._sop_arg()} {path.parent.name} {shlex.quote(str(path))}`"
+
+    def _nothing_registered(self) -> str:
+        files = self.unregistered()
+        if not files:
+            return (
+                f"{self.manifest_path} registers no tool and {self.lib_dir} holds no version "
+                f"file; register one with `sopgraph tools add {self._sop_arg()} NODE FILE`"
+            )
+        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+        names = ", ".join(str(f.relative_to(self.lib_dir)) for f in files[:3])
+        return (
+            f"nothing to rehash: {self.manifest_path} registers no tool, and {len(files)} "
+            f"version file(s) on disk are not registered ({names}); register each with "
+            f"{self._add_command(files[0])}{more}"
+        )
+
     def _tool(self, m: Manifest, node_id: str) -> ManifestTool:
         tool = m.tools.get(node_id)
         if tool is None:
             known = ", ".join(sorted(m.tools)) or "none"
+            files = [f for f in self.unregistered() if f.parent.name == node_id]
+            how = (
+                f"register its file with {self._add_command(files[-1])}"
+                if files
+                else f"register one with `sopgraph tools add {self._sop_arg()} {node_id} FILE`"
+            )
             raise ToolMissing(
-                f"no tool for node '{node_id}' in {self.manifest_path} (nodes with tools: {known})"
+                f"no tool for node '{node_id}' in {self.manifest_path} (nodes with tools: "
+                f"{known}); {how}"
             )
         return tool
 
@@ -352,6 +472,7 @@ class Registry:
                 i.tokens,
                 i.seconds,
                 i.record,
+                i.dev,
             )  # fmt: skip
             for v, i in sorted(tool.versions.items(), key=lambda kv: int(kv[0]))
         ]
@@ -380,6 +501,23 @@ class Registry:
                 yield m
         except ManifestInvalid as exc:
             raise RegistryError(str(exc)) from None
+
+
+def check_contract(path: Path, source: bytes) -> None:
+    """Import ``source`` under a name used once and check its ``run`` against the contract.
+
+    Raises:
+        ToolLoadError: the file fails to import or its ``run`` breaks the contract.
+    """
+    digest = hashlib.sha256(source).hexdigest()[:12]
+    name = f"_sopgraph_tool_check_{digest}_{threading.get_ident()}"
+    try:
+        load_run(name, path, source)
+    except ContractError as exc:
+        message = str(exc).replace("register it as a new version", "add it again")
+        raise ToolLoadError(message) from None
+    finally:
+        sys.modules.pop(name, None)
 
 
 def _check_node_id(node_id: str) -> None:

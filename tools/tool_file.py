@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,10 +44,13 @@ def verified_source(path: Path, expected: str) -> bytes:
         ) from None
     actual = hashlib.sha256(source).hexdigest()
     if actual != expected:
+        # <sop dir>/tools/<node>/v<N>.py: the commands that accept the edit, spelled out
+        node, sop = path.parent.name, shlex.quote(str(path.parent.parent.parent))
         raise ToolIntegrityError(
             f"{path}: sha256 {actual[:12]} differs from the manifest's {expected[:12]}; "
-            "if the edit is intended run `sopgraph tools rehash` (or register it as a "
-            "new version and promote it), else restore the file"
+            f"restore the file, or register the edit as a new version with "
+            f"`sopgraph tools add {sop} {node} {shlex.quote(str(path))} --activate`, "
+            f"or accept it in place with `sopgraph tools rehash {sop} {node}`"
         )
     return source
 

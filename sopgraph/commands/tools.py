@@ -1,4 +1,4 @@
-"""``sopgraph tools``: list, promote, revert, remove or rehash compiled tool versions.
+"""``sopgraph tools``: list, add, promote, revert, remove or rehash compiled tool versions.
 
 ``tools make`` has its own parser (several nodes, the make options): see ``toolmaker.py``.
 """
@@ -13,10 +13,25 @@ from sopgraph.errors import UserError
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    if args.action == "add" and (not args.node or args.version is None):
+        raise UserError(
+            "sopgraph tools add: give the node and the tool file; "
+            "usage: sopgraph tools add SOP NODE FILE [--dev] [--activate]"
+        )
     if args.action in ("promote", "revert", "remove") and not args.node:
         raise UserError(f"sopgraph tools {args.action}: give the node id")
     if args.action == "promote" and args.version is None:
         raise UserError("sopgraph tools promote: give the version number to promote")
+    if args.action == "promote":
+        try:
+            args.version = int(args.version.removeprefix("v"))
+        except ValueError:
+            raise UserError(
+                f"sopgraph tools promote: '{args.version}' is not a version number; "
+                "give one `sopgraph tools list` shows, e.g. 2"
+            ) from None
+    if (args.dev or args.activate) and args.action != "add":
+        raise UserError(f"sopgraph tools {args.action}: --dev and --activate are options of add")
     from sopgraph.tools import commands
 
     sop_dir = Path(args.sop)
@@ -27,9 +42,9 @@ def cmd_tools(args: argparse.Namespace) -> int:
     sop_dir = sop_dir if sop_dir.is_dir() else sop_dir.parent
     if args.action == "convert-check":
         return _convert_check(sop_dir, args)
-    takes = {"list": 0, "promote": 2, "revert": 1, "remove": 1, "rehash": 1}[args.action]
+    takes = {"list": 0, "add": 2, "promote": 2, "revert": 1, "remove": 1, "rehash": 1}
     given = [a for a in (args.node, args.version) if a is not None]
-    if len(given) > takes:
+    if len(given) > takes[args.action]:
         usage = {"list": "SOP", "revert": "SOP NODE", "remove": "SOP NODE", "rehash": "SOP [NODE]"}
         raise UserError(
             f"sopgraph tools {args.action}: too many arguments ({' '.join(map(str, given))});"
@@ -37,6 +52,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
         )
     if args.action == "list":
         print(commands.tools_list(sop_dir, as_json=args.json))
+    elif args.action == "add":
+        print(commands.tools_add(sop_dir, args.node, Path(args.version), args.dev, args.activate))
     elif args.action == "promote":
         print(commands.tools_promote(sop_dir, args.node, args.version))
     elif args.action == "revert":
@@ -80,18 +97,33 @@ def _convert_check(sop_dir: Path, args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Register ``tools`` on the top-level subparsers."""
     t = sub.add_parser(
-        "tools", help="list, promote, revert, remove or rehash compiled tool versions"
+        "tools", help="list, add, promote, revert, remove or rehash compiled tool versions"
     )
     t.add_argument(
         "action",
-        choices=["list", "promote", "revert", "remove", "rehash", "make", "convert-check"],
-        help="rehash: accept edited tool files by recording their new sha256; "
+        choices=["list", "add", "promote", "revert", "remove", "rehash", "make", "convert-check"],
+        help="add: register a hand-written tool file as the node's next version (checked "
+        "against the contract; active when the node has none); "
+        "rehash: accept edited tool files by recording their new sha256; "
         "make: see `sopgraph tools make --help`; convert-check: which active tools are specs, "
         "each compared with the version it replaced on every labeled case",
     )
     t.add_argument("sop", help="SOP file or folder")
-    t.add_argument("node", nargs="?", help="node id (promote, revert, remove; rehash: optional)")
-    t.add_argument("version", nargs="?", type=int, help="version number (promote)")
+    t.add_argument(
+        "node", nargs="?", help="node id (add, promote, revert, remove; rehash: optional)"
+    )
+    t.add_argument(
+        "version", nargs="?", metavar="VERSION|FILE", help="version number (promote), file (add)"
+    )
+    t.add_argument(
+        "--dev",
+        action="store_true",
+        help="add: a development version, active at once, whose file runs as it is at each run "
+        "(no checksum) while you write it; never promoted: add the finished file again",
+    )
+    t.add_argument(
+        "--activate", action="store_true", help="add: make the new version active at once"
+    )
     t.add_argument("--json", action="store_true", help="list, convert-check: print JSON")
     t.add_argument(
         "--cases", help="convert-check: folder of labeled cases (default: the triage world's)"
