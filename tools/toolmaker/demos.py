@@ -62,13 +62,16 @@ def canonical(spec: dict[str, Any]) -> dict[str, Any]:
         out["value"] = re.sub(
             r"[A-Za-z_]\w*", lambda m: names.get(m.group(0), m.group(0)), str(out["value"])
         )
-    out["measures"] = {
-        names[name]: {
-            k: {"reduce": "mean", **m}[k] for k in MEASURE_KEYS if k in m or k == "reduce"
-        }
-        for name, m in spec["measures"].items()
-    }
+    out["measures"] = {names[name]: _measure(m) for name, m in spec["measures"].items()}
     return out
+
+
+def _measure(m: dict[str, Any]) -> dict[str, Any]:
+    """A measurement with the fields the grammar always writes (null where unset)."""
+    full = {"reduce": "mean", **m}
+    if "table" in m:  # column, time_column and minutes are required (nullable) for rows
+        full = {"column": None, "time_column": None, "minutes": None, **full}
+    return {k: full[k] for k in MEASURE_KEYS if k in full}
 
 
 def _words(text: str) -> list[str]:

@@ -99,10 +99,11 @@ def spec_model(
                         __config__=strict,
                         server=(_lit([server]), ...),
                         table=(_lit([table]), ...),
-                        column=(col | None, None),
+                        # required, null allowed: the model decides each, in this order
+                        column=(col | None, ...),
                         where=(where, ...),
-                        time_column=(_lit(times) | None, None),
-                        minutes=(_lit(WINDOWS) | None, None),
+                        time_column=(_lit(times) | None, ...),
+                        minutes=(_lit(WINDOWS) | None, ...),
                         reduce=(_lit(ROW_REDUCES), ...),
                         open_at=(list[_lit(times)] | None, None),  # type: ignore[misc]
                         age_unit=(_lit(("minutes", "hours", "days")) | None, None),
