@@ -16,6 +16,7 @@ from sopgraph.commands import (
     bench,
     demo,
     graph,
+    init,
     mcp,
     model,
     monitor,
@@ -43,8 +44,8 @@ DESCRIPTION = (
 # In the order `sopgraph --help` lists them. toolmaker and sopbench add a subcommand to a
 # group registered before them (`eval toolmaker`, `bench sopbench`).
 COMMAND_GROUPS = (
-    validate, run, graph, sop_import, tools, sandbox, mcp, demo, eval_group, bench, world, monitor,
-    shadow, model, toolmaker, sopbench,
+    init, validate, run, graph, sop_import, tools, sandbox, mcp, demo, eval_group, bench, world,
+    monitor, shadow, model, toolmaker, sopbench,
 )  # fmt: skip
 
 
