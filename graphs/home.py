@@ -5,7 +5,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+HOME_NAME = ".sopgraph"
+
 
 def home_dir() -> Path:
-    """Where sopgraph keeps worlds, checkpoints and logs (``SOPGRAPH_HOME``, else ``.sopgraph``)."""
-    return Path(os.environ.get("SOPGRAPH_HOME", ".sopgraph")).resolve()
+    """Where sopgraph keeps worlds, checkpoints and logs.
+
+    ``SOPGRAPH_HOME`` when set; else the nearest ``.sopgraph`` folder in the current folder or
+    one of its parents (a project's home is found from any of its subfolders, as ``.git`` is);
+    else ``.sopgraph`` in the current folder, made there on first use.
+    """
+    env = os.environ.get("SOPGRAPH_HOME")
+    if env:
+        return Path(env).resolve()
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / HOME_NAME).is_dir():
+            return folder / HOME_NAME
+    return here / HOME_NAME

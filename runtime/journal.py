@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # an annotation only: the saver need not load the compiler
 # the configurable key of a continued run's journaled node results, by ``journal_key``
 REPLAY = "sopgraph_replay"
 # what an invocation's run config keeps for its continuation (Session._config)
-JOURNAL_CONFIG = ("approval", "approver")
+JOURNAL_CONFIG = ("approval", "approver", "sop_id", "sop_path")
 JOURNAL_SQL = """
 CREATE TABLE IF NOT EXISTS sopgraph_invocations (
     thread_id TEXT NOT NULL, parent TEXT NOT NULL, kind TEXT NOT NULL,

@@ -111,6 +111,7 @@ class Session:
         if approval not in APPROVAL_POLICIES:
             raise InputError(f"approval policy must be one of {', '.join(APPROVAL_POLICIES)}")
         self.sop_dir = sop_dir_of(sop_path)
+        self.sop_path = str(Path(sop_path).resolve())
         self.sop = load_sop(sop_path)
         self.approval = approval
         self.checkpoint = checkpoint
@@ -170,6 +171,8 @@ class Session:
         self, thread_id: str, approval: str | None = None, approver: str | None = None
     ) -> dict[str, Any]:
         configurable = {"thread_id": thread_id, "approval": approval or self.approval}
+        # kept in each checkpoint's metadata: `sopgraph runs list` tells the runs' SOPs apart
+        configurable.update(sop_id=self.sop.id, sop_path=self.sop_path)
         if approver:  # who answers gated actions by policy, recorded with each action
             configurable["approver"] = approver
         return {"configurable": configurable, "recursion_limit": 10_000}
