@@ -1,7 +1,8 @@
-"""Draw an SOP as a Mermaid flowchart, a Graphviz DOT graph or a PNG, optionally with a run's path.
+"""Draw an SOP as a Mermaid flowchart, a Graphviz DOT graph, a PNG, or an SVG that needs no
+Graphviz (``svg_layout.py``), optionally with a run's path.
 
-Both text formats come from one scene (nodes with shapes and classes, labelled edges), so a
-Mermaid drawing and a PNG of the same run always agree.
+Every format comes from one scene (nodes with shapes and classes, labelled edges), so a
+Mermaid drawing, an SVG and a PNG of the same run always agree.
 
 Example:
     >>> print(to_mermaid(load_sop("examples/dock/sop.yaml"), path=result.path, verdicts=result.verdicts))
@@ -263,6 +264,23 @@ def to_mermaid(
             f"    linkStyle {','.join(map(str, taken_links))} stroke:#1565c0,stroke-width:3px"
         )
     return "\n".join(out) + "\n"
+
+
+def to_svg(
+    sop: Sop,
+    path: list[str] | None = None,
+    verdicts: dict[str, Any] | None = None,
+    *,
+    params: dict[str, Any] | None = None,
+    around_path: bool = False,
+) -> str:
+    """The SOP as an SVG drawn in pure Python (no Graphviz), styled like :func:`to_dot` (same
+    options); the boxes on ``path`` are filled by their verdict."""
+    from sopgraph.graphs.svg_layout import scene_svg
+
+    scene = _scene(sop, path, verdicts, params, around_path)
+    values = {k: v for k, v in ((k, _verdict_value(v)) for k, v in (verdicts or {}).items()) if v}
+    return scene_svg(scene, values, run=path is not None)
 
 
 # -- Graphviz --------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """A self-contained HTML report of triage runs: per alarm its outcome, the path it took, and
 every verdict in the SOP's own words and units.
 
-The drawing is an inline SVG from Graphviz when ``dot`` is installed (no script, no network
-needed to view it); otherwise the Mermaid source is embedded as text. It shows the path taken
+The drawing is an inline SVG (no script, no network needed to view it): from Graphviz when
+``dot`` is installed, else laid out in pure Python (``graphs/svg_layout.py``), so the report
+needs no system package. It shows the path taken
 and the branches not taken one step away, not the whole SOP, at its natural size.
 """
 
@@ -16,7 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from sopgraph.graphs.drawing import to_dot, to_mermaid
+from sopgraph.graphs.drawing import to_dot, to_svg
 from sopgraph.graphs.model import Sop
 from sopgraph.graphs.units import UNITS, threshold_unit, with_unit
 from sopgraph.graphs.untrusted_text import printable
@@ -55,7 +56,9 @@ def _svg(sop: Sop, path: list[str], verdicts: dict[str, Any], params: dict[str, 
         )  # fmt: skip
         if proc.returncode == 0:
             return proc.stdout[proc.stdout.find("<svg") :]
-    return "<pre>" + html.escape(to_mermaid(sop, path, verdicts, **options)) + "</pre>"
+    # no Graphviz (or it failed): the same scene, laid out in Python
+    svg = to_svg(sop, path, verdicts, **options)
+    return svg[svg.find("<svg") :]
 
 
 def _text(value: Any, limit: int = 300) -> str:
