@@ -117,12 +117,19 @@ def _completed(home: Path, run_id: str) -> Counter:
 
 # The server variant's SOP declares an MCP server (unused by its tools) so that the killed
 # server process has a child: the scenario checks it does not outlive its parent.
-SUB_SERVER_YAML = """\
-servers:
-  customer_service:
-    command: python
-    args: [-m, sopgraph.mcp_servers.customer_service, --cases, "{sop_dir}/cases.json"]
-"""
+SUB_SERVER = {
+    "mcpServers": {
+        "customer_service": {
+            "command": "python",
+            "args": [
+                "-m",
+                "sopgraph.mcp_servers.customer_service",
+                "--cases",
+                "{sop_dir}/cases.json",
+            ],
+        }
+    }
+}
 
 
 async def kill_server_mid_tool_then_resume(
@@ -134,7 +141,7 @@ async def kill_server_mid_tool_then_resume(
     home = tmp_path / "home"
     home.mkdir()
     root = make_sop(tmp_path / "sops" / sop_id, _sop(sop_id), TOOLS)
-    (root / "mcp.yaml").write_text(SUB_SERVER_YAML)
+    (root / "mcp.json").write_text(json.dumps(SUB_SERVER))
     (root / "cases.json").write_text('{"defaults": {}, "cases": {}}')
     env = {**os.environ, "SOPGRAPH_HOME": str(home), "SOPGRAPH_SOPS": str(tmp_path / "sops")}
     args = {"sop_id": sop_id, "input": {"type": "alarm"}, "thread_id": thread}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -51,7 +52,7 @@ def diagnosis(text: str = "The query has no 15-minute window: add t > alarm - 15
 
 
 def make_toy_sop(root: Path, human_tool: bool = True) -> Path:
-    """The SOP folder: sop.yaml, mcp.yaml, and human tools for the node and another node."""
+    """The SOP folder: sop.yaml, mcp.json, and human tools for the node and another node."""
     root.mkdir(parents=True, exist_ok=True)
     sop = {
         "id": "toy_belt",
@@ -72,9 +73,9 @@ def make_toy_sop(root: Path, human_tool: bool = True) -> Path:
         },
     }
     (root / "sop.yaml").write_text(yaml.safe_dump(sop, sort_keys=False))
-    (root / "mcp.yaml").write_text(
-        yaml.safe_dump(
-            {"servers": {"warehouse": {"command": sys.executable, "args": [str(SERVER)]}}}
+    (root / "mcp.json").write_text(
+        json.dumps(
+            {"mcpServers": {"warehouse": {"command": sys.executable, "args": [str(SERVER)]}}}
         )
     )
     reg = Registry(root / "tools", sop_id="toy_belt")

@@ -1,7 +1,8 @@
 """MCP clients: a pool of open sessions that tools and sub-agents call during a run or a batch.
 
-This is the package's public surface; the pool (``_pool``) and the lean stdio JSON-RPC client
-(``_stdio``) are internals.
+This is the package's public surface; the server configuration (``_config``: ``mcp.json`` in
+the ``mcpServers`` shape, docs/mcp-servers.md), the pool (``_pool``) and the lean stdio
+JSON-RPC client (``_stdio``) are internals.
 
 Example:
     >>> from sopgraph.nodes.mcp import McpPool, load_server_configs
@@ -9,6 +10,19 @@ Example:
     ...     rows = await pool.call("metrics", "execute_query", {"sql": "select 1"})
 """
 
-from sopgraph.nodes.mcp._pool import McpError, McpPool, ServerConfig, load_server_configs
+from sopgraph.nodes.mcp._config import (
+    ServerConfig,
+    config_path,
+    legacy_to_mcp_json,
+    load_server_configs,
+)
+from sopgraph.nodes.mcp._pool import McpError, McpPool
 
-__all__ = ["McpError", "McpPool", "ServerConfig", "load_server_configs"]
+__all__ = [
+    "McpError",
+    "McpPool",
+    "ServerConfig",
+    "config_path",
+    "legacy_to_mcp_json",
+    "load_server_configs",
+]

@@ -12,82 +12,20 @@ import json
 import os
 import sys
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from mcp.types import Tool
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sopgraph.graphs.home import home_dir
-from sopgraph.graphs.problems import Problem, SopError
 from sopgraph.graphs.telemetry import mcp_meta, mcp_span
-from sopgraph.graphs.yaml_lines import parse_yaml
+from sopgraph.nodes.mcp._config import ServerConfig, load_server_configs
 from sopgraph.nodes.mcp._stdio import StdioClient, StdioError
+
+__all__ = ["McpError", "McpPool", "ServerConfig", "load_server_configs", "parse_result"]
 
 
 class McpError(Exception):
     """An MCP server could not be reached, or a tool call failed."""
-
-
-class ServerConfig(BaseModel):
-    """How to reach one MCP server: a stdio command, or a streamable HTTP url."""
-
-    model_config = ConfigDict(extra="forbid")
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-
-
-def load_server_configs(sop_dir: Path) -> dict[str, ServerConfig]:
-    """Read ``<sop dir>/mcp.yaml``; ``python`` means this interpreter, ``{sop_dir}``/``{home}`` expand."""
-    path = sop_dir / "mcp.yaml"
-    if not path.exists():
-        return {}
-    # The SOP's own parser: the same size, nesting and alias limits, and one-line errors.
-    raw, lines = parse_yaml(path.read_text(encoding="utf-8"), str(path))
-    raw = raw or {}
-    if not isinstance(raw, dict) or not isinstance(raw.get("servers") or {}, dict):
-        raise _config_error(path, 1, "'servers' must be a mapping of server names")
-    subs = {"{sop_dir}": str(sop_dir.resolve()), "{home}": str(home_dir())}
-
-    def expand(s: str) -> str:
-        for k, v in subs.items():
-            s = s.replace(k, v)
-        return s
-
-    out: dict[str, ServerConfig] = {}
-    for name, spec in (raw.get("servers") or {}).items():
-        try:
-            cfg = ServerConfig.model_validate(spec)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in (name, *err["loc"]))
-            line = lines.of("servers", name, *err["loc"])
-            raise _config_error(path, line, f"server {where}: {err['msg']}") from None
-        if cfg.command == "python":
-            cfg.command = sys.executable
-        cfg.args = [expand(a) for a in cfg.args]
-        cfg.env = {k: expand(v) for k, v in cfg.env.items()}
-        if cfg.url:
-            cfg.url = expand(cfg.url)
-        out[name] = cfg
-    return out
-
-
-def _config_error(path: Path, line: int, message: str) -> SopError:
-    return SopError(
-        [
-            Problem(
-                str(path),
-                line,
-                "",
-                f"{message}; each server is {{command, args, env, cwd}} (stdio) or {{url}} (HTTP)",
-            )
-        ]
-    )
 
 
 def parse_result(result: dict[str, Any]) -> Any:
@@ -110,7 +48,7 @@ def parse_result(result: dict[str, Any]) -> Any:
 def _connection(cfg: ServerConfig) -> dict[str, Any]:
     """The adapter's connection dict (``MultiServerMCPClient``) for one server."""
     if cfg.url:
-        return {"transport": "streamable_http", "url": cfg.url}
+        return {"transport": cfg.http_transport, "url": cfg.url, "headers": cfg.headers or None}
     return {
         "transport": "stdio",
         "command": cfg.command or sys.executable,

@@ -1,8 +1,10 @@
-"""``sopgraph mcp serve``: offer the SOPs to MCP clients (mcp_servers/sopgraph_server.py)."""
+"""``sopgraph mcp serve``: offer the SOPs to MCP clients (mcp_servers/sopgraph_server.py);
+``sopgraph mcp convert``: write an SOP's mcp.json from its deprecated mcp.yaml."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from sopgraph.arguments import port_number
@@ -33,11 +35,30 @@ def cmd_mcp_serve(args: argparse.Namespace) -> int:
     return serve(args)
 
 
+def cmd_mcp_convert(args: argparse.Namespace) -> int:
+    from sopgraph.nodes.mcp import legacy_to_mcp_json
+
+    sop_dir = Path(args.sop)
+    if sop_dir.is_file():
+        sop_dir = sop_dir.parent
+    legacy, target = sop_dir / "mcp.yaml", sop_dir / "mcp.json"
+    if not legacy.is_file():
+        raise UserError(f"{legacy}: no such file; give the SOP folder that holds mcp.yaml")
+    if target.exists():
+        raise UserError(f"{target} already exists; compare it with {legacy}, then delete one")
+    text = legacy_to_mcp_json(legacy)
+    backup = legacy.with_name("mcp.yaml.bak")
+    target.write_text(text, encoding="utf-8")
+    legacy.replace(backup)
+    print(f"wrote {target}; moved {legacy} to {backup} (delete it once the SOP runs)")
+    return 0
+
+
 def register(sub: Any) -> None:
-    """Register ``mcp`` and ``mcp serve`` on the top-level subparsers."""
+    """Register ``mcp``, ``mcp serve`` and ``mcp convert`` on the top-level subparsers."""
     # Options mirror mcp_servers.sopgraph_server.add_serve_args; importing it here would load
     # the MCP SDK (about a second) for every sopgraph command.
-    m = sub.add_parser("mcp", help="offer the SOPs to MCP clients")
+    m = sub.add_parser("mcp", help="offer the SOPs to MCP clients; convert mcp.yaml")
     msub = m.add_subparsers(dest="mcp_command", required=True)
     ms = msub.add_parser("serve", help="serve list_sops/describe_sop/run_sop/get_run/resume_run")
     ms.add_argument(
@@ -74,3 +95,10 @@ def register(sub: Any) -> None:
         "(default: the OS user running the server)",
     )
     ms.set_defaults(fn=cmd_mcp_serve)
+    mc = msub.add_parser(
+        "convert",
+        help="write an SOP's mcp.json (the mcpServers shape MCP clients use) from its "
+        "deprecated mcp.yaml, which is moved to mcp.yaml.bak",
+    )
+    mc.add_argument("sop", metavar="SOP", help="the SOP folder (or its sop.yaml)")
+    mc.set_defaults(fn=cmd_mcp_convert)

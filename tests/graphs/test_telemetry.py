@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -81,7 +80,7 @@ def _home(tmp_path, monkeypatch):
 def _sop(tmp_path: Path) -> Path:
     root = make_sop(tmp_path / "sop", SOP, TOOLS)
     servers = {"metrics": {"command": "python", "args": [str(SERVER)]}}
-    (root / "mcp.yaml").write_text(yaml.safe_dump({"servers": servers}))
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
     return root
 
 

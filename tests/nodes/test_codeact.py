@@ -270,7 +270,6 @@ def test_lone_surrogates_from_the_model_do_not_break_the_json_output(
 ):
     import json
 
-    import yaml
     from fake_chat import scripted_dspy_lm
     from sop_factory import make_sop
 
@@ -294,7 +293,7 @@ def test_lone_surrogates_from_the_model_do_not_break_the_json_output(
     }
     root = make_sop(tmp_path / "sop", sop, {})
     servers = {"robotics": {"command": sys.executable, "args": [str(SERVER), "--name", "robotics"]}}
-    (root / "mcp.yaml").write_text(yaml.safe_dump({"servers": servers}))
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
     model = _model(reply, ANSWER_TRUE)
     fake = architectures.Models(model, scripted_dspy_lm(), "fake")
     monkeypatch.setattr(architectures, "load_models", lambda settings=None: fake)

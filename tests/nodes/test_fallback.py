@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from fake_chat import ScriptedAgentModel, ScriptedChatModel
 from langchain_core.messages import AIMessage
 from sop_factory import make_sop
@@ -62,7 +61,7 @@ def _home(tmp_path, monkeypatch):
 def sop_dir(tmp_path) -> Path:
     root = make_sop(tmp_path / "sop", SOP, TOOLS)
     servers = {"robotics": {"command": sys.executable, "args": [str(SERVER), "--name", "robotics"]}}
-    (root / "mcp.yaml").write_text(yaml.safe_dump({"servers": servers}))
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
     return root
 
 

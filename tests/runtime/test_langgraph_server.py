@@ -70,7 +70,7 @@ class Target:
 def gated_target(root: Path) -> Target:
     sop = make_sop(root / "studio_gated", GATED, {"obs_idle": IDLE_TOOL})
     servers = {"metrics": {"command": "python", "args": [str(ECHO_SERVER)]}}
-    (sop / "mcp.yaml").write_text(json.dumps({"servers": servers}))
+    (sop / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
     return Target("sop", str(sop), {"type": "station_idle", "site": "BFI4"})
 
 

@@ -33,7 +33,7 @@ return Verdict(value=r["value"] > ctx.params["idle_pct_threshold"], observed=r["
 def _probe(tmp_path: Path) -> Path:
     root = make_sop(tmp_path / "probe", SOP, {"obs_idle": IDLE})
     servers = {"metrics": {"command": "python", "args": [str(ECHO_SERVER)]}}
-    (root / "mcp.yaml").write_text(json.dumps({"servers": servers}))
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
     return root
 
 
