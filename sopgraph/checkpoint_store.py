@@ -29,7 +29,8 @@ def check_checkpoint(spec: str | None, *, must_exist: bool = False) -> None:
     if must_exist and not path.exists():
         raise UserError(
             f"no checkpoint store at {path}; pass the --checkpoint the run used"
-            " (runs without one use $SOPGRAPH_HOME/checkpoints.sqlite, default .sopgraph/)"
+            " (runs without one use $SOPGRAPH_HOME/checkpoints.sqlite; with no SOPGRAPH_HOME,"
+            " the nearest .sopgraph/ in this folder or a parent)"
         )
 
 

@@ -112,7 +112,8 @@ def register(sub: Any) -> None:
     )
     r.add_argument(
         "--checkpoint",
-        help="SQLite file (default $SOPGRAPH_HOME/checkpoints.sqlite, home .sopgraph/), "
+        help="SQLite file (default $SOPGRAPH_HOME/checkpoints.sqlite; no SOPGRAPH_HOME: the "
+        "nearest .sopgraph/ here or in a parent folder), "
         "memory, or postgres://…",
     )
     r.add_argument("--json", action="store_true", help="print the run result as JSON")
