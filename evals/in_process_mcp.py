@@ -1,6 +1,6 @@
 """The SOP's MCP servers called in-process, with no transport: the lower bound of the benchmark.
 
-It builds each server declared in ``mcp.yaml`` (``-m <module> --db <path>``) inside this
+It builds each server declared in ``mcp.json`` (``-m <module> --db <path>``) inside this
 process with the module's ``build_server(db)`` and calls its tool functions directly, so the
 same compiled tools run with neither stdio, JSON-RPC nor a second process in the way.
 """

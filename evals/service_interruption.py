@@ -233,7 +233,7 @@ class CaseResult:
 async def evaluate(sop_dir: Path = SOP_DIR, case_ids: list[str] | None = None) -> list[CaseResult]:
     """Run the native SOP in ``sop_dir`` on every case of its cases file through the real server.
 
-    The server writes its call log under the sopgraph home (``$SOPGRAPH_HOME``, see mcp.yaml).
+    The server writes its call log under the sopgraph home (``$SOPGRAPH_HOME``, see mcp.json).
     """
     # Imported here: the ground-truth half of this module (used by build.py) needs no LangGraph.
     from sopgraph.graphs.home import home_dir

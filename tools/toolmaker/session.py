@@ -34,7 +34,7 @@ class MakeSession:
     """Open MCP servers and models for making tools of one SOP.
 
     Args:
-        sop_dir: the SOP folder (``sop.yaml``, ``mcp.yaml``, ``params/``, ``tools/``).
+        sop_dir: the SOP folder (``sop.yaml``, ``mcp.json``, ``params/``, ``tools/``).
         chat: the chat model of the CodeAct data collector (None: no +D configurations).
         lm: the DSPy LM of the tool-maker (default ``dspy.settings.lm``).
         judge_lm: the LM of the reflector, the judges and the collector's verdict reader
