@@ -44,6 +44,7 @@ from sopgraph.tools.toolmaker.search import improve, size
 SAMPLES = 8
 ROUNDS = 1  # repair rounds after the first (each samples again around the diagnosis)
 TEMPERATURE = 0.8
+SEARCH_TOP = 3  # distinct candidates whose conventions the +r search walks
 Stage = Callable[[str, str], None]
 
 
@@ -165,7 +166,7 @@ async def make_spec_tool(
         texts = inputs(deps, config, feedback)
         rnd = Round(round=n, candidate=Candidate(code=""))
         seen: dict[str, int] = {}
-        kept: tuple[dict[str, Any], Score] | None = None
+        ran: list[tuple[dict[str, Any], Score]] = []  # distinct specs that ran, in sample order
         for i in range(samples):
             on_stage("sample", f"round {n}: candidate {i + 1}/{samples}")
             t0 = time.perf_counter()
@@ -190,22 +191,24 @@ async def make_spec_tool(
                         score.cases,
                         score.problem,
                     )
-                    if score.problem is None and (
-                        kept is None
-                        or (score.passed, -size(spec)) > (kept[1].passed, -size(kept[0]))
-                    ):
-                        kept = (spec, score)
+                    if score.problem is None:
+                        ran.append((spec, score))
             sample.seconds = round(time.perf_counter() - t0, 2)
             rnd.samples.append(sample)
-        if kept is not None:
-            spec, score = kept
+        ranked = sorted(ran, key=lambda x: (-x[1].passed, size(x[0])))  # stable: sample order
+        if ranked:
+            spec, score = ranked[0]
             rnd.found_by = "model"
             if with_repair and score.passed < score.cases:
-                on_stage("search", f"round {n}: conventions of the best candidate")
-                spec, score, steps = await improve(deps.runner, spec, score, train)
-                rnd.search = steps
-                if steps:
-                    rnd.found_by = "search"
+                # the conventions of the SEARCH_TOP best distinct candidates: the best one may be
+                # a spurious shape while a runner-up has the right shape and a wrong convention
+                on_stage("search", f"round {n}: conventions of the best {SEARCH_TOP} candidates")
+                for cand, cand_score in ranked[:SEARCH_TOP]:
+                    found, found_score, steps = await improve(deps.runner, cand, cand_score, train)
+                    if (found_score.passed, -size(found)) > (score.passed, -size(spec)):
+                        spec, score = found, found_score
+                        rnd.search = steps
+                        rnd.found_by = "search" if steps else "model"
             rnd.candidate = Candidate(code=tool_file(deps.node.id, deps.node.text, spec), spec=spec)
             rnd.passed, rnd.cases = score.passed, score.cases
             rnd.train_pass = round(score.rate, 4)
