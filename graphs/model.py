@@ -113,6 +113,9 @@ class Node(BaseModel):
     cost: Literal["low", "medium", "high"] = "low"
     approval: Literal["none", "required"] = "none"
     max_visits: int | None = None
+    # The written procedure text this node encodes (a guideline's sentence, with where it is),
+    # so an auditor can trace a step back to its rule; never read by the executors.
+    source: str = ""
 
     @field_validator("max_visits", mode="before")
     @classmethod

@@ -11,16 +11,24 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from sopgraph.graphs.importers.native_yaml import dump_sop_yaml
 from sopgraph.graphs.importers.sopagent import import_sopagent
+from sopgraph.graphs.importers.tod_formats import FORMATS as TOD_FORMATS
+from sopgraph.graphs.importers.tod_formats import export_tod, import_tod
 from sopgraph.graphs.loader import Problem, SopError
 from sopgraph.graphs.model import Sop
 
 # kind -> importer(text, file) -> Sop
 IMPORTERS: dict[str, Callable[[str, str], Sop]] = {
     "sopagent": import_sopagent,
+    **{kind: partial(import_tod, kind) for kind in TOD_FORMATS},
+}
+# kind -> exporter(sop) -> text (``sopgraph export <kind> SOP``)
+EXPORTERS: dict[str, Callable[[Sop], str]] = {
+    kind: partial(export_tod, kind) for kind in TOD_FORMATS
 }
 
 
@@ -45,4 +53,4 @@ def import_file(kind: str, path: Path) -> Sop:
     return importer(text, str(path))
 
 
-__all__ = ["IMPORTERS", "dump_sop_yaml", "import_file", "import_sopagent"]
+__all__ = ["EXPORTERS", "IMPORTERS", "dump_sop_yaml", "import_file", "import_sopagent"]

@@ -143,6 +143,8 @@ def _node(node: Node, indent: int) -> list[str]:
         out.append(f"{pad}approval: {node.approval}")
     if node.max_visits is not None:
         out.append(f"{pad}max_visits: {node.max_visits}  # loop bound: runs at most this often")
+    if node.source:
+        out += _string("source", node.source, indent)
     nxt = _next(node, indent + 2)
     if nxt:
         out += [f"{pad}next:", *nxt]

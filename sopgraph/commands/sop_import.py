@@ -1,4 +1,4 @@
-"""``sopgraph import``: convert another SOP format into sopgraph YAML."""
+"""``sopgraph import`` / ``export``: convert another SOP format into sopgraph YAML and back."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from sopgraph.output_file import write_output
+
+# The formats (kept here so the parser is built without importing the importers).
+IMPORT_KINDS = ("sopagent", "tod_nested", "tod_flat", "tod_json")
+EXPORT_KINDS = ("tod_nested", "tod_flat", "tod_json")
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -26,10 +30,31 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from sopgraph.graphs.importers import EXPORTERS
+    from sopgraph.graphs.loader import load_sop
+
+    sop = load_sop(args.sop)
+    text = EXPORTERS[args.kind](sop)
+    if args.output:
+        write_output(args.output, text)
+        print(f"wrote {args.output}: {sop.id} as {args.kind}, {len(sop.nodes)} nodes")
+    else:
+        print(text, end="")
+    return 0
+
+
 def register(sub: Any) -> None:
     """Register ``import`` on the top-level subparsers."""
     im = sub.add_parser("import", help="convert another SOP format into sopgraph YAML")
-    im.add_argument("kind", choices=["sopagent"], help="the source format")
+    im.add_argument("kind", choices=[*IMPORT_KINDS], help="the source format")
     im.add_argument("file", help="the SOP to convert")
     im.add_argument("--output", "-o", help="YAML file to write (default stdout)")
     im.set_defaults(fn=cmd_import)
+    ex = sub.add_parser(
+        "export", help="write an SOP in another format (TOD-ProcBench's If-Then documents)"
+    )
+    ex.add_argument("kind", choices=[*EXPORT_KINDS], help="the target format")
+    ex.add_argument("sop", help="the SOP folder or YAML file")
+    ex.add_argument("--output", "-o", help="file to write (default stdout)")
+    ex.set_defaults(fn=cmd_export)
