@@ -90,6 +90,10 @@ class _NodeRunner:
         }
         if outcome.detail:  # a sub-agent's trace: turns, tokens, code, MCP calls
             common["detail"] = outcome.detail
+        if outcome.refused:  # access refused: a distinct end, no branch fires
+            step = _step(node, status="refused", error=outcome.error, fired=[], **common)
+            update = {"trail": [step], "visits": {node.id: 1}, "refused": {node.id: outcome.error}}
+            return Command(update=update, goto=[])
         if outcome.verdict is None:
             step = _step(
                 node, status="unresolved", error=outcome.error, fired=node.next.on_error, **common
@@ -186,7 +190,9 @@ class _NodeRunner:
         if approved and self.services.has_tool(node.tool_name):
             outcome = await ExecutorChain([self.action_tool]).decide(node, ctx)
             record["result"] = outcome.verdict.observed if outcome.verdict else None
-            if outcome.verdict is None:
+            if outcome.refused:
+                record["refused"] = outcome.error
+            elif outcome.verdict is None:
                 record["error"] = outcome.error
                 fired_on_error = list(node.next.on_error)
         verdict = Verdict(value="true" if approved else "false", explanation=how)
@@ -196,6 +202,8 @@ class _NodeRunner:
             if approved and "error" not in record
             else ("failed" if approved else "rejected")
         )
+        if "refused" in record:
+            status, children = "refused", []
         record["status"] = status
         record_action(span, node.tool_name, record, outcome)
         step = _step(node, status=status, fired=children, verdict=verdict.value, approval=how)
@@ -207,6 +215,8 @@ class _NodeRunner:
         }
         if "error" in record:
             update["unresolved"] = {node.id: record["error"]}
+        if "refused" in record:
+            update["refused"] = {node.id: record["refused"]}
         return Command(update=update, goto=children)
 
 

@@ -56,10 +56,21 @@ class Outcome:
     ms: float = 0.0
     detail: dict[str, Any] = field(default_factory=dict)
     attempts: list[dict[str, Any]] = field(default_factory=list)
+    refused: bool = False  # verdict None because a data source refused access (``Refused``)
 
 
 class Unavailable(Exception):
     """This executor cannot serve the node (no tool, no model); try the next one."""
+
+
+# The first words of a data server's tool error that refuses the run's identity access
+# (docs/access-control.md); the MCP pool raises a ``Refused`` for such an error.
+REFUSAL_PREFIX = "access denied: "
+
+
+class Refused(Exception):
+    """A data source refused the run's identity access. The node ends ``refused``: no other
+    executor is tried (a sub-agent could only guess what it was refused) and no branch fires."""
 
 
 class Executor(Protocol):
@@ -90,6 +101,12 @@ class ExecutorChain:
             except Unavailable as exc:
                 attempts.append({"executor": ex.name, "status": "unavailable", "reason": str(exc)})
                 continue
+            except Refused as exc:  # final: the run's identity may not have this data
+                attempts.append({"executor": ex.name, "status": "refused", "reason": str(exc)})
+                ms = (time.perf_counter() - start) * 1000
+                return Outcome(
+                    None, ex.name, error=str(exc), ms=ms, attempts=attempts, refused=True
+                )
             except Exception as exc:  # noqa: BLE001 - a failing executor hands over to the next
                 reason = f"{type(exc).__name__}: {exc}"
                 attempt = {"executor": ex.name, "status": "error", "reason": reason}

@@ -28,7 +28,8 @@ class RunState(TypedDict, total=False):
     ``trail`` is every step in order (node, executor, verdict, children fired, ms);
     ``unresolved`` maps node id to the reason no executor could decide it;
     ``unmatched`` a node whose verdict matched none of its ``next.when`` branches, and
-    ``bounded`` a loop node met again after its ``max_visits``, to a one-line reason.
+    ``bounded`` a loop node met again after its ``max_visits``, and ``refused`` a node whose
+    data source refused the run's identity access, to a one-line reason.
     """
 
     input: dict[str, Any]
@@ -39,3 +40,4 @@ class RunState(TypedDict, total=False):
     unresolved: Annotated[dict[str, str], merge_dicts]
     unmatched: Annotated[dict[str, str], merge_dicts]
     bounded: Annotated[dict[str, str], merge_dicts]
+    refused: Annotated[dict[str, str], merge_dicts]

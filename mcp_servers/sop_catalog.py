@@ -79,8 +79,9 @@ class RunSummary(BaseModel):
 
     run_id: str = Field(description="Pass to get_run and resume_run.")
     sop_id: str
-    status: Literal["done", "interrupted", "unresolved", "unmatched", "bounded"] = Field(
-        description="done; interrupted (a gated action awaits resume_run); unresolved (a node "
+    status: Literal["done", "interrupted", "refused", "unresolved", "unmatched", "bounded"] = Field(
+        description="done; interrupted (a gated action awaits resume_run); refused (a data "
+        "source refused the run's identity access); unresolved (a node "
         "could not be decided); unmatched (a verdict matched none of a node's branches); "
         "bounded (a loop ran out of visits without taking its exit)."
     )
@@ -105,6 +106,8 @@ class RunSummary(BaseModel):
         if result.status == "interrupted":
             nodes = ", ".join(str(i.get("node")) for i in result.interrupts)
             hint = f"call resume_run with decision 'approve' or 'reject' for {nodes}"
+        elif result.status == "refused":
+            hint = "none: a data source refused this identity access (see unresolved)"
         elif result.status == "unresolved":
             hint = "none: some nodes could not be decided (see unresolved)"
         elif result.status == "unmatched":
@@ -122,7 +125,7 @@ class RunSummary(BaseModel):
             verdicts=result.verdicts,
             actions=result.actions,
             pending=result.interrupts,
-            unresolved=result.unresolved,
+            unresolved={**result.unresolved, **result.refused},
             unmatched=result.unmatched,
             bounded=result.bounded,
             input=result.input,

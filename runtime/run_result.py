@@ -10,13 +10,14 @@ from pydantic import BaseModel, Field, computed_field
 from sopgraph.graphs.model import Verdict
 from sopgraph.graphs.untrusted_text import serialisable
 
-RunStatus = Literal["done", "interrupted", "unresolved", "unmatched", "bounded"]
+RunStatus = Literal["done", "interrupted", "refused", "unresolved", "unmatched", "bounded"]
 
 
 class RunResult(BaseModel):
     """The outcome of a run (or of the part that ran before an interrupt).
 
-    ``status``: ``interrupted`` (a gated action waits), else ``unresolved`` (a node no executor
+    ``status``: ``interrupted`` (a gated action waits), else ``refused`` (a data source refused
+    the run's identity access), else ``unresolved`` (a node no executor
     could decide), ``unmatched`` (a verdict matched none of a node's ``next.when`` branches),
     ``bounded`` (a loop ran out of ``max_visits`` without taking its exit), else ``done``.
     """
@@ -32,6 +33,7 @@ class RunResult(BaseModel):
     unresolved: dict[str, str] = Field(default_factory=dict)
     unmatched: dict[str, str] = Field(default_factory=dict)
     bounded: dict[str, str] = Field(default_factory=dict)
+    refused: dict[str, str] = Field(default_factory=dict)
     interrupts: list[dict[str, Any]] = Field(default_factory=list)
     resumed: bool = False
     stored: bool = False  # the thread had already finished or paused: nothing was run now
@@ -85,7 +87,8 @@ def build_result(
     unmatched, bounded = values.get("unmatched") or {}, values.get("bounded") or {}
     status = next(
         (name for name, hit in (
-            ("interrupted", interrupts), ("unresolved", unresolved),
+            ("interrupted", interrupts), ("refused", values.get("refused")),
+            ("unresolved", unresolved),
             ("unmatched", unmatched), ("bounded", bounded),
         ) if hit),
         "done",
@@ -103,6 +106,7 @@ def build_result(
         unresolved=unresolved,
         unmatched=unmatched,
         bounded=bounded,
+        refused=values.get("refused") or {},
         interrupts=interrupts,
         resumed=resumed,
         stored=stored,

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from sopgraph.runtime.run_result import RunResult, build_result
 
 RunStatus = Literal["finished", "interrupted", "failed", "stopped"]
-_FAILED = ("unresolved", "unmatched", "bounded")
+_FAILED = ("unresolved", "unmatched", "bounded", "refused")
 
 
 class RunsError(Exception):
@@ -210,7 +210,7 @@ def _final(result: RunResult, status: RunStatus) -> str:
     if status == "stopped":
         return "stopped after " + (result.path[-1] if result.path else "no step")
     if status == "failed":
-        why = {**result.unresolved, **result.unmatched, **result.bounded}
+        why = {**result.refused, **result.unresolved, **result.unmatched, **result.bounded}
         node, reason = next(iter(why.items()))
         return f"{result.status}: {node}: {reason}"
     if result.actions:

@@ -9,6 +9,7 @@ EXIT_CODES: dict[str, int] = {
     "unresolved": 1,
     "unmatched": 3,
     "bounded": 4,
+    "refused": 5,
 }
 
 

@@ -16,11 +16,12 @@ from sopgraph.nodes.mcp._config import (
     legacy_to_mcp_json,
     load_server_configs,
 )
-from sopgraph.nodes.mcp._pool import McpError, McpPool
+from sopgraph.nodes.mcp._pool import McpError, McpPool, McpRefused
 
 __all__ = [
     "McpError",
     "McpPool",
+    "McpRefused",
     "ServerConfig",
     "config_path",
     "legacy_to_mcp_json",

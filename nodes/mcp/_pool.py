@@ -17,15 +17,28 @@ from typing import Any
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from mcp.types import Tool
 
+from sopgraph.graphs.executors import REFUSAL_PREFIX, Refused
 from sopgraph.graphs.telemetry import mcp_meta, mcp_span
 from sopgraph.nodes.mcp._config import ServerConfig, load_server_configs
 from sopgraph.nodes.mcp._stdio import StdioClient, StdioError
 
-__all__ = ["McpError", "McpPool", "ServerConfig", "load_server_configs", "parse_result"]
+__all__ = [
+    "McpError",
+    "McpPool",
+    "McpRefused",
+    "ServerConfig",
+    "load_server_configs",
+    "parse_result",
+]
 
 
 class McpError(Exception):
     """An MCP server could not be reached, or a tool call failed."""
+
+
+class McpRefused(McpError, Refused):
+    """A tool call the server refused for the caller's identity (its error text starts
+    ``access denied:``): the node ends refused (``graphs.executors.Refused``)."""
 
 
 def parse_result(result: dict[str, Any]) -> Any:
@@ -170,8 +183,10 @@ class McpPool:
                 result = raw.model_dump(by_alias=True, exclude_none=True)
             if result.get("isError"):
                 span.set_attribute("error.type", "tool_error")
-                text = " ".join(c.get("text", "") for c in result.get("content") or [])
-                raise McpError(f"{server}.{tool} failed: {text.strip()}")
+                text = " ".join(c.get("text", "") for c in result.get("content") or []).strip()
+                if text.startswith(REFUSAL_PREFIX):
+                    raise McpRefused(f"{server}.{tool}: {text}")
+                raise McpError(f"{server}.{tool} failed: {text}")
         return parse_result(result)
 
     async def list_tools(self, server: str) -> list[Tool]:
