@@ -361,3 +361,38 @@ def register_passing(records: Path, config: str, sop_dir: Path, copy_dir: Path) 
         registry.promote(record.node, version)
         lines.append(f"{record.node}: v{version} by tool-maker:{record.model}, promoted")
     return lines
+
+
+def sampling_speed(records_dir: Path) -> dict[str, Any]:
+    """N samples from one prompt against one, side by side, from a run's make records.
+
+    Per node and round 0: the first sample pays for reading the prompt (llama.cpp then keeps
+    its KV cache), the others only generate. Seconds include running each distinct sample
+    on the training cases. Returns the means over the nodes that drew more than one sample.
+    """
+    firsts, alls, first_tok, all_tok, counts = [], [], [], [], []
+    for path in sorted(Path(records_dir).glob("**/*.json")):
+        try:
+            record = MakeRecord.model_validate_json(path.read_text())
+        except ValueError:
+            continue
+        if not record.rounds or len(record.rounds[0].samples) < 2:
+            continue
+        samples = record.rounds[0].samples
+        firsts.append(samples[0].seconds)
+        alls.append(sum(s.seconds for s in samples))
+        first_tok.append(samples[0].output_tokens)
+        all_tok.append(sum(s.output_tokens for s in samples))
+        counts.append(len(samples))
+    if not firsts:
+        return {}
+    one_s, n_s = statistics.fmean(firsts), statistics.fmean(alls)
+    return {
+        "nodes": len(firsts),
+        "samples": round(statistics.fmean(counts), 1),
+        "one_sample_s": round(one_s, 1),
+        "all_samples_s": round(n_s, 1),
+        "cost_ratio": round(n_s / one_s, 2),
+        "one_sample_out_tok_s": round(sum(first_tok) / sum(firsts), 2),
+        "all_samples_out_tok_s": round(sum(all_tok) / sum(alls), 2),
+    }

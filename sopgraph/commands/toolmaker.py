@@ -381,6 +381,18 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
             + (f"  ({'; '.join(r['notes'])[:160]})" if r["notes"] and not r["passed"] else "")
         )
     print(f"report: {report}")
+    if args.pipeline == "spec":
+        from sopgraph.evals.toolmaker_eval import sampling_speed
+
+        speed = sampling_speed(out_dir / "records")
+        if speed:
+            print(
+                f"sampling: {speed['samples']:g} samples from one prompt took "
+                f"{speed['all_samples_s']:.0f} s against {speed['one_sample_s']:.0f} s for one "
+                f"({speed['cost_ratio']:.1f}x the time; {speed['all_samples_out_tok_s']:.1f} against "
+                f"{speed['one_sample_out_tok_s']:.1f} generated tokens/s), mean of "
+                f"{speed['nodes']} makes"
+            )
     if args.register_into:
         from sopgraph.evals.toolmaker_eval import register_passing
 
