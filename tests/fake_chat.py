@@ -391,3 +391,22 @@ class FakeChatServer:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class ScriptedJudge:
+    """A condition judge that holds exactly the conditions it is given (no model): stands in
+    for ``prompts.judge.ConditionJudge`` inside ``JudgeExecutor(judge=...)``."""
+
+    lm = None
+    available = True
+
+    def __init__(self, holds: set[str] | list[str]) -> None:
+        self.holds = set(holds)
+        self.asked: list[str] = []
+
+    async def ajudge(self, condition: str, context: str) -> Any:
+        import dspy
+
+        self.asked.append(condition)
+        verdict = condition in self.holds
+        return dspy.Prediction(holds=verdict, rationale=f"scripted: {verdict}")

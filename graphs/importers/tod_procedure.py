@@ -89,6 +89,7 @@ def classify_condition(text: str) -> list[str]:
 
 def split_annotation(text: str, where: str) -> tuple[str, dict[str, Any]]:
     """``"text {{json}}"`` -> ``("text", {...})``; text without an annotation -> ``(text, {})``."""
+    text = " " + text  # an annotation may open the line (an untitled header, an empty text)
     i = text.find(_OPEN)
     if i < 0:
         return text.strip(), {}
