@@ -15,7 +15,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LLAMA_WHEELS := $(HOME)/.cache/sopgraph/wheels/llama-cpp-python-0.3.36-$(shell echo "$(LLAMA_CMAKE_ARGS)" | sha256sum | cut -c1-12)
 LOCAL_LLM := $(VENV)/.local-llm
 
-.PHONY: lock install system-deps local-llm demo test lint format clean studio phoenix report-shot
+.PHONY: lock install system-deps local-llm demo test lint format clean studio phoenix report-shot console-shots
 
 # Installs come from the locks in requirements/ (exact versions with their hashes), made by
 # `make lock`; pyproject.toml keeps compatible ranges for those who install sopgraph as a library.
@@ -51,7 +51,7 @@ local-llm: $(LOCAL_LLM)
 system-deps:
 	@command -v dot >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q graphviz; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q postgresql; }
-	@command -v chromium >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium chromium-driver; }
 
 STUDIO_PORT ?= $(shell $(PY) -c 'from sopgraph.nodes.ports import free_port; print(free_port())' 2>/dev/null)
 # LangGraph Studio's dev server, offline, on loopback.
@@ -77,6 +77,11 @@ phoenix: $(PHOENIX)
 report-shot: install system-deps
 	$(VENV)/bin/sopgraph demo --report .sopgraph/reports/demo.html
 	$(PY) docs/screenshot.py .sopgraph/reports/demo.html docs/report.png --alarm $(or $(ALARM),first)
+
+# docs/console-runs.png and docs/console-run.png: the run console (`sopgraph ui`) in headless
+# Chromium, as its browser test logs in and approves a paused run.
+console-shots: install system-deps
+	SOPGRAPH_CONSOLE_SHOTS=docs $(VENV)/bin/pytest -q tests/shell/test_ui.py -k browser
 
 # import-linter reads packages from disk, so it checks an installed copy (the folders are mapped
 # under the sopgraph namespace only when installed).

@@ -28,6 +28,7 @@ from sopgraph.commands import (
     sopbench,
     toolmaker,
     tools,
+    ui,
     validate,
     world,
 )
@@ -45,8 +46,8 @@ DESCRIPTION = (
 # In the order `sopgraph --help` lists them. toolmaker and sopbench add a subcommand to a
 # group registered before them (`eval toolmaker`, `bench sopbench`).
 COMMAND_GROUPS = (
-    init, validate, run, runs, graph, sop_import, tools, sandbox, mcp, demo, eval_group, bench,
-    world, monitor, shadow, model, toolmaker, sopbench,
+    init, validate, run, runs, ui, graph, sop_import, tools, sandbox, mcp, demo, eval_group,
+    bench, world, monitor, shadow, model, toolmaker, sopbench,
 )  # fmt: skip
 
 
