@@ -15,7 +15,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LLAMA_WHEELS := $(HOME)/.cache/sopgraph/wheels/llama-cpp-python-0.3.36-$(shell echo "$(LLAMA_CMAKE_ARGS)" | sha256sum | cut -c1-12)
 LOCAL_LLM := $(VENV)/.local-llm
 
-.PHONY: lock install system-deps local-llm demo test lint format clean studio phoenix report-shot console-shots
+.PHONY: lock install system-deps local-llm demo test lint format clean studio phoenix report-shot sizes console-shots
 
 # Installs come from the locks in requirements/ (exact versions with their hashes), made by
 # `make lock`; pyproject.toml keeps compatible ranges for those who install sopgraph as a library.
@@ -105,9 +105,14 @@ test: install system-deps local-llm phoenix lint
 LOCK_FLAGS := --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 --upgrade
 lock:
 	command -v uv >/dev/null || python3 -m pip install -q uv
-	uv pip compile pyproject.toml --extra dev $(LOCK_FLAGS) -o $(LOCK)
+	uv pip compile pyproject.toml --all-extras $(LOCK_FLAGS) -o $(LOCK)
 	uv pip compile requirements/local-llm.in -c $(LOCK) --no-emit-package llama-cpp-python $(LOCK_FLAGS) -o requirements/local-llm.txt
 	uv pip compile requirements/phoenix.in $(LOCK_FLAGS) -o requirements/phoenix.txt
+
+# What installing sopgraph costs: the packages and MB of the core and of each extra, each in a
+# fresh virtual environment at the locked versions (docs/install.md; a few minutes).
+sizes:
+	python3 evals/install_sizes.py
 
 clean:
 	rm -rf $(VENV) .venv-phoenix .sopgraph .pytest_cache

@@ -15,20 +15,27 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 
-from sopgraph.graphs.executors import Executor
-from sopgraph.nodes.codeact import DEFAULT_MAX_TURNS, CodeActExecutor
-from sopgraph.nodes.judge import JudgeExecutor
+from sopgraph.graphs.executors import Executor, ToolContext, Unavailable
+from sopgraph.graphs.model import Node
 from sopgraph.nodes.models import Settings, SettingsError
 from sopgraph.nodes.sandbox import SandboxLimits
-from sopgraph.nodes.subagent import SubAgentToolExecutor
 from sopgraph.nodes.tool_node import ToolExecutor
-from sopgraph.prompts.verdict import VerdictExtractor
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.registry import Registry
+
+if TYPE_CHECKING:
+    from sopgraph.prompts.verdict import VerdictExtractor
+
+# Why a node no compiled tool decides stays open in the core install (sopgraph without [llm]).
+NO_LLM_EXTRA = (
+    "no model: deciding a node without a compiled tool needs the [llm] extra "
+    "(pip install 'sopgraph[llm]') and SOPGRAPH_MODEL"
+)
 
 Architecture = Literal["direct", "subagent", "codeact"]
 ARCHITECTURES: tuple[Architecture, ...] = ("direct", "subagent", "codeact")
@@ -71,7 +78,7 @@ def executors_for(
     lm: Any = None,
     extractor: VerdictExtractor | None = None,
     limits: SandboxLimits | None = None,
-    max_turns: int = DEFAULT_MAX_TURNS,
+    max_turns: int | None = None,
 ) -> list[Executor]:
     """The executor chain of ``arch``, in the order the chain tries them.
 
@@ -88,8 +95,21 @@ def executors_for(
         )
     if arch != "codeact" and registry is None:
         raise ValueError(f"architecture {arch!r} needs the SOP's tool registry")
+    if model is None and lm is None and find_spec("dspy") is None:
+        # the core install: only compiled tools decide; the model steps say what is missing
+        return [ToolExecutor(registry, log), NeedsLlmExtra()]
+    from sopgraph.nodes.codeact import DEFAULT_MAX_TURNS, CodeActExecutor
+    from sopgraph.nodes.judge import JudgeExecutor
+    from sopgraph.nodes.subagent import SubAgentToolExecutor
+    from sopgraph.prompts.verdict import VerdictExtractor
+
     extractor = extractor or VerdictExtractor(lm=lm)
-    codeact = CodeActExecutor(model, extractor, limits or SandboxLimits(), max_turns)
+    codeact = CodeActExecutor(
+        model,
+        extractor,
+        limits or SandboxLimits(),
+        DEFAULT_MAX_TURNS if max_turns is None else max_turns,
+    )
     # dialogue-state nodes (no API, no data hint) go to the judge before any MCP code is written
     judge = JudgeExecutor(lm=lm)
     if arch == "direct":
@@ -98,3 +118,12 @@ def executors_for(
     if arch == "subagent":
         return [SubAgentToolExecutor(model, registry, log, extractor), judge, codeact]
     return [codeact]
+
+
+class NeedsLlmExtra:
+    """The judge's and CodeAct's place in the direct chain where DSPy is not installed."""
+
+    name = "codeact"
+
+    async def decide(self, node: Node, ctx: ToolContext) -> Any:
+        raise Unavailable(NO_LLM_EXTRA)

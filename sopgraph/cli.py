@@ -34,6 +34,7 @@ from sopgraph.commands import (
 )
 from sopgraph.commands import eval as eval_group  # `eval` would hide the builtin
 from sopgraph.errors import print_user_error, user_errors
+from sopgraph.extras import missing_extra
 
 # What ``sopgraph --help`` shows; the module docstring above is for developers.
 DESCRIPTION = (
@@ -60,6 +61,11 @@ def _version() -> str:
         return "0+unknown"
 
 
+def _command(args: argparse.Namespace, argv: list[str]) -> str:
+    """``sopgraph`` and the command group that runs, for messages."""
+    return f"sopgraph {getattr(args, 'command', None) or ' '.join(argv[:2])}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sopgraph`` parser with every command group's subcommands."""
     p = CliParser(prog="sopgraph", description=DESCRIPTION)
@@ -81,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return args.fn(args)
         except Exception as exc:
-            message = store_error(exc, args)
+            message = store_error(exc, args) or missing_extra(exc, _command(args, argv))
             if message is None:
                 raise
             print(message, file=sys.stderr)

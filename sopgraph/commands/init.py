@@ -76,7 +76,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         f"  sopgraph validate {d}\n"
         f"  sopgraph run {d} --input {example}\n"
         f"  sopgraph tools list {d}\n"
-        f"  cd {d} && python -m pytest -q\n"
+        f"  cd {d} && python -m pytest -q   (pytest: pip install pytest)\n"
         f"Write a tool for a node: sopgraph tools add {d} NODE FILE (--dev while you edit it)."
     )
     return 0

@@ -36,7 +36,11 @@ def test_every_pin_is_exact_and_hashed(name: str):
 
 def test_the_lock_admits_every_declared_dependency():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    declared = project["dependencies"] + project["optional-dependencies"]["dev"]
+    extras = project["optional-dependencies"]
+    # every extra's requirements, the extras that name other extras of sopgraph aside
+    declared = project["dependencies"] + [
+        spec for specs in extras.values() for spec in specs if Requirement(spec).name != "sopgraph"
+    ]
     pins = _pins(ROOT / "requirements" / "lock.txt")
     wrong = []
     for spec in declared:
@@ -45,3 +49,11 @@ def test_the_lock_admits_every_declared_dependency():
         if pinned is None or not req.specifier.contains(pinned[0], prereleases=True):
             wrong.append(f"{spec} (lock: {pinned[0] if pinned else 'absent'})")
     assert wrong == [], f"pyproject.toml and requirements/lock.txt disagree: {wrong}; make lock"
+
+
+def test_all_is_every_extra():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    (everything,) = extras["all"]
+    assert Requirement(everything).extras == set(extras) - {"all"}
