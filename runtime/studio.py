@@ -1,15 +1,20 @@
 """The graphs that LangGraph Studio and ``langgraph dev`` serve (named in ``langgraph.json``).
 
-One module-level graph per example SOP, plus ``sop``: a graph factory that builds the SOP
-named by the run's ``configurable.sop`` (an example name or a path). They are compiled
-without a checkpointer, since the server brings its own, and gated actions pause with
-``interrupt``, so Studio shows them and resumes them with ``approve`` or ``reject``.
+One module-level graph per example SOP, plus the generic ``sop`` graph (``served_sop``): a
+graph factory that builds the SOP named by ``configurable.sop`` (an example name or a path), on
+the assistant or per run, and remembers each thread's SOP for the reads and resumes that name
+none. They are compiled without a checkpointer, since the server brings its own, and gated
+actions pause with ``interrupt``, so Studio shows them and resumes them with ``approve`` or
+``reject``.
 
 Example:
     $ langgraph dev --host 127.0.0.1 --port 2024 --no-browser --allow-blocking
     >>> client = langgraph_sdk.get_client(url="http://127.0.0.1:2024")
-    >>> await client.runs.wait(None, "sop", input={"input": {"type": "station_idle"}},
+    >>> thread = (await client.threads.create())["thread_id"]
+    >>> await client.runs.wait(thread, "sop", input={"input": {"type": "station_idle"}},
     ...                        config={"configurable": {"sop": "fc_alarm_triage"}})
+    >>> (await client.threads.get_state(thread))["next"]  # the gated action waiting
+    >>> await client.runs.wait(thread, "sop", command=Command(resume="approve"))
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import asyncio
 import logging
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
@@ -34,7 +39,12 @@ from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.runtime.services import Services
 from sopgraph.tools.invocation_log import InvocationLog
 
+if TYPE_CHECKING:
+    from langgraph_sdk.runtime import ServerRuntime
+
 log = logging.getLogger(__name__)
+# Where the server's store keeps the SOP each thread of the generic graph runs.
+THREAD_SOPS = ("sopgraph", "thread_sop")
 
 
 class LoopPools:
@@ -147,3 +157,29 @@ def sop(config: RunnableConfig) -> Pregel:
 
 service_interruption = example_graph("service_interruption")
 fc_alarm_triage = example_graph("fc_alarm_triage")
+
+
+async def served_sop(config: RunnableConfig, runtime: ServerRuntime) -> Pregel:
+    """The server's generic ``sop`` graph: ``sop`` for the SOP a run names, else its thread's.
+
+    A state read, and a resume that names no SOP (Studio's Continue), reach the factory with
+    the thread's configuration only, and the server keeps only the assistant's there, not a
+    run's. Built without the SOP, the graph has none of the thread's nodes, so the paused
+    action's ``next``, ``tasks`` and ``interrupts`` vanish and a resume fails. So a run that
+    names its SOP records it in the server's store under the thread (the store lives with the
+    threads: in Postgres when deployed), and a read prefers the record, which is what the
+    thread last ran, over an assistant's default.
+    """
+    configurable = dict(config.get("configurable") or {})
+    thread = configurable.get("thread_id")
+    store = getattr(runtime, "store", None)
+    if thread and store is not None:
+        running = runtime.access_context == "threads.create_run"
+        named = configurable.get("sop")
+        if running and named:
+            await store.aput(THREAD_SOPS, str(thread), {"sop": str(named)}, index=False)
+        else:
+            item = await store.aget(THREAD_SOPS, str(thread))
+            if item is not None:
+                configurable["sop"] = item.value["sop"]
+    return sop({**config, "configurable": configurable})

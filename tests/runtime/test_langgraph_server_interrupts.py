@@ -1,0 +1,161 @@
+"""Interrupts of the generic ``sop`` graph, given its SOP per run, as the real server reports them.
+
+``runtime/studio.py``'s pattern: the default ``sop`` assistant, the SOP named in the run's
+``configurable.sop``. A state read carries no run configuration, yet ``threads.get_state`` must
+still show the paused gated action (``next``, ``tasks[*].interrupts``, ``interrupts``) and a
+``Command(resume=...)`` through the SDK must finish the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+from langgraph_sdk import get_client
+from langgraph_sdk.schema import Command
+from sop_factory import make_sop
+
+from sopgraph.evals.langgraph_dev import CONFIG, LangGraphDev
+from sopgraph.runtime import studio
+
+ECHO_SERVER = Path(__file__).resolve().parents[1] / "servers" / "echo_metrics.py"
+GATED = {
+    "id": "per_run_gated",
+    "title": "Idle station, gated standby",
+    "params": {"idle_pct_threshold": 25},
+    "entry": {"station_idle": ["obs_idle"]},
+    "nodes": {
+        "obs_idle": {
+            "kind": "observation",
+            "text": "The station was idle more than {idle_pct_threshold}% of 15 minutes.",
+            "next": {"true": ["act_standby"], "false": []},
+        },
+        "act_standby": {
+            "kind": "action",
+            "text": "Put the robot in standby.",
+            "cost": "high",
+            "approval": "required",
+            "next": {"true": ["act_notify_dock"], "false": ["act_page_engineer"]},
+        },
+        "act_notify_dock": {"kind": "action", "text": "Tell the dock lead."},
+        "act_page_engineer": {"kind": "action", "text": "Page the robotics engineer."},
+    },
+}
+IDLE_TOOL = """
+r = await ctx.mcp.call("metrics", "execute_range_query",
+                       {"metric": "robotics.station_idle_pct", "site": ctx.input["site"]})
+limit = ctx.params["idle_pct_threshold"]
+return Verdict(value=r["value"] > limit, observed=r["value"], threshold=limit)
+"""
+INPUT = {"type": "station_idle", "site": "BFI4"}
+
+
+def _gated_sop(root: Path) -> Path:
+    sop = make_sop(root / "per_run_gated", GATED, {"obs_idle": IDLE_TOOL})
+    servers = {"metrics": {"command": "python", "args": [str(ECHO_SERVER)]}}
+    (sop / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    return sop
+
+
+async def test_factory_remembers_the_sop_a_thread_runs(tmp_path, monkeypatch):
+    """Without a server: the factory as the server calls it, with the server's store."""
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
+    sop = _gated_sop(tmp_path)
+    store = InMemoryStore()
+    run = SimpleNamespace(store=store, access_context="threads.create_run")
+    read = SimpleNamespace(store=store, access_context="threads.read")
+    thread = {"thread_id": "t1"}
+
+    assert "sop_error" in (await studio.served_sop({"configurable": thread}, read)).nodes
+    named = {"configurable": {**thread, "sop": str(sop)}}
+    assert "act_standby" in (await studio.served_sop(named, run)).nodes
+    # a read, and a resume, that name no SOP get the thread's
+    assert "act_standby" in (await studio.served_sop({"configurable": thread}, read)).nodes
+    assert "act_standby" in (await studio.served_sop({"configurable": thread}, run)).nodes
+    # a read prefers what the thread ran over an assistant's default SOP
+    default = {"configurable": {**thread, "sop": "fc_alarm_triage"}}
+    assert "act_standby" in (await studio.served_sop(default, read)).nodes
+    other = {"configurable": {"thread_id": "t2"}}
+    assert "sop_error" in (await studio.served_sop(other, read)).nodes
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> tuple[str, str]:
+    """The repository's langgraph.json on a real ``langgraph dev``; the gated SOP's path."""
+    work = tmp_path_factory.mktemp("langgraph-interrupts")
+    sop = _gated_sop(work)
+    home = work / "home"
+    home.mkdir()
+    with LangGraphDev(CONFIG, workdir=work, env={"SOPGRAPH_HOME": str(home)}) as srv:
+        yield srv.url, str(sop)
+
+
+async def _pause(client, sop: str) -> str:
+    """Run the SOP on the default ``sop`` assistant, SOP given per run, up to its gate."""
+    thread = (await client.threads.create())["thread_id"]
+    values = await client.runs.wait(
+        thread, "sop", input={"input": INPUT}, config={"configurable": {"sop": sop}}
+    )
+    assert values.get("__interrupt__"), f"the run did not reach its gated action: {values}"
+    assert (await client.threads.get(thread))["status"] == "interrupted"
+    return thread
+
+
+@pytest.mark.slow
+async def test_state_of_a_paused_per_run_sop_shows_its_interrupt(served):
+    url, sop = served
+    client = get_client(url=url)
+    thread = await _pause(client, sop)
+
+    state = await client.threads.get_state(thread)
+
+    assert state["next"] == ["act_standby"]
+    (task,) = state["tasks"]
+    assert task["name"] == "act_standby"
+    (pending,) = task["interrupts"]
+    assert pending["value"]["node"] == "act_standby"
+    assert pending["value"]["ask"] == "approve or reject"
+    assert [i["value"]["node"] for i in state["interrupts"]] == ["act_standby"]
+    assert [s["node"] for s in state["values"]["trail"]] == ["obs_idle"]
+    assert state["values"]["verdicts"]["obs_idle"]["value"] == "true"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+async def test_resume_through_the_sdk_takes_the_decided_edge(served, decision):
+    url, sop = served
+    client = get_client(url=url)
+    thread = await _pause(client, sop)
+
+    # resumed as the pause was started: the default assistant, the SOP given per run
+    values = await client.runs.wait(
+        thread, "sop", command=Command(resume=decision), config={"configurable": {"sop": sop}}
+    )
+
+    state = await client.threads.get_state(thread)
+    assert state["next"] == [] and not state["interrupts"] and not state["tasks"]
+    assert (await client.threads.get(thread))["status"] == "idle"
+    (step,) = [s for s in state["values"]["trail"] if s["node"] == "act_standby"]
+    child = "act_notify_dock" if decision == "approve" else "act_page_engineer"
+    assert step["fired"] == [child] and step["approval"] == "human"
+    assert [s["node"] for s in state["values"]["trail"]] == ["obs_idle", "act_standby", child]
+    (action,) = [a for a in values["actions"] if a["node"] == "act_standby"]
+    assert action["status"] == ("executed" if decision == "approve" else "rejected")
+
+
+@pytest.mark.slow
+async def test_resume_without_repeating_the_sop(served):
+    """A Studio user presses Continue: the resume names no SOP, the thread's own is used."""
+    url, sop = served
+    client = get_client(url=url)
+    thread = await _pause(client, sop)
+
+    await client.runs.wait(thread, "sop", command=Command(resume="approve"))
+
+    state = await client.threads.get_state(thread)
+    assert state["next"] == []
+    nodes = [s["node"] for s in state["values"]["trail"]]
+    assert nodes == ["obs_idle", "act_standby", "act_notify_dock"]
