@@ -189,7 +189,7 @@ def load_sop_text(text: str, file: str = "<sop>", check: bool = True) -> Sop:
                     lines.of(),
                     "",
                     f"an SOP file is a mapping with 'id', 'entry' and 'nodes', "
-                    f"got a {type(data).__name__}; see the SOP format in README.md",
+                    f"got a {type(data).__name__}; see docs/sop-format.md",
                 )
             ]
         )

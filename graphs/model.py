@@ -1,6 +1,6 @@
 """The SOP model: a decision graph of observation, root-cause, constraint and action nodes.
 
-These pydantic models are the contract of the SOP file (one YAML file per SOP, see README).
+These pydantic models are the contract of the SOP file (one YAML file per SOP, docs/sop-format.md).
 Structural checks that need the whole graph (reachability, loops, parameters) live in
 ``graphs/validate.py``; these models only check the shape of each piece.
 """

@@ -23,6 +23,7 @@ from sopgraph.commands import (
     run,
     runs,
     sandbox,
+    schema,
     shadow,
     sop_import,
     sopbench,
@@ -48,7 +49,7 @@ DESCRIPTION = (
 # group registered before them (`eval toolmaker`, `bench sopbench`).
 COMMAND_GROUPS = (
     init, validate, run, runs, ui, graph, sop_import, tools, sandbox, mcp, demo, eval_group,
-    bench, world, monitor, shadow, model, toolmaker, sopbench,
+    bench, world, monitor, shadow, model, schema, toolmaker, sopbench,
 )  # fmt: skip
 
 
