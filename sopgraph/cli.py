@@ -13,6 +13,7 @@ import sys
 from sopgraph.arguments import CliParser
 from sopgraph.checkpoint_store import store_error
 from sopgraph.commands import (
+    audit,
     bench,
     demo,
     graph,
@@ -49,7 +50,7 @@ DESCRIPTION = (
 # group registered before them (`eval toolmaker`, `bench sopbench`).
 COMMAND_GROUPS = (
     init, validate, run, runs, ui, graph, sop_import, tools, sandbox, mcp, demo, eval_group,
-    bench, world, monitor, shadow, model, schema, toolmaker, sopbench,
+    bench, world, monitor, shadow, model, schema, toolmaker, sopbench, audit,
 )  # fmt: skip
 
 
