@@ -110,7 +110,7 @@ lock:
 	uv pip compile requirements/phoenix.in $(LOCK_FLAGS) -o requirements/phoenix.txt
 
 # What installing sopgraph costs: the packages and MB of the core and of each extra, each in a
-# fresh virtual environment at the locked versions (docs/install.md; a few minutes).
+# fresh virtual environment at the locked versions (docs/install.md; about ten minutes).
 sizes:
 	python3 evals/install_sizes.py
 

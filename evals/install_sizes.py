@@ -32,11 +32,15 @@ SKIP = shutil.ignore_patterns(
 
 
 def _pip(python: Path, *args: str | Path) -> None:
-    subprocess.run(
+    """pip, its output shown only when it fails (a pip.conf may warn on every package)."""
+    done = subprocess.run(
         [str(python), "-m", "pip", "--disable-pip-version-check", "-q", *map(str, args)],
-        check=True,
+        capture_output=True,
+        text=True,
         timeout=1800,
     )
+    if done.returncode != 0:
+        sys.exit(f"pip {' '.join(map(str, args))} failed:\n{done.stdout}{done.stderr}")
 
 
 def _site(venv: Path) -> Path:
@@ -61,11 +65,7 @@ def build_wheel(work: Path) -> Path:
     """sopgraph's wheel, built from a copy of the checkout (pip builds in the source tree)."""
     src = work / "src"
     shutil.copytree(ROOT, src, ignore=SKIP, symlinks=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(work), str(src)],
-        check=True,
-        timeout=600,
-    )
+    _pip(Path(sys.executable), "wheel", "--no-deps", "-w", work, src)
     return next(work.glob("sopgraph-*.whl"))
 
 
