@@ -75,7 +75,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         p.add_argument("sops", nargs="+", help="SOP folders")
         p.add_argument("--out", required=True, help="folder for the conversations and labels")
         p.add_argument("--per-path", type=positive_int, default=1, help="cases a path (default 1)")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument(
+            "--seed", type=int, default=0, help="random seed of the injection (default 0)"
+        )
         p.add_argument("--json", action="store_true", help="print the table as JSON")
         return _inject(p.parse_args(argv[1:]))
     _common(p)
@@ -217,7 +219,9 @@ def register(sub: Any) -> None:
     )
     ep.add_argument("sops", nargs="+", help="SOP folders")
     ep.add_argument("--per-path", type=positive_int, default=2, help="cases a path (default 2)")
-    ep.add_argument("--seed", type=int, default=0)
+    ep.add_argument(
+        "--seed", type=int, default=0, help="random seed of the generated cases (default 0)"
+    )
     ep.add_argument("--judge", choices=["labels", "model"], default="labels",
                     help="labels: the simulated customer's scripted answers; model: SOPGRAPH_MODEL")  # fmt: skip
     ep.add_argument("--json", action="store_true", help="print JSON")

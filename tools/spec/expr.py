@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 import operator
 
+from sopgraph.tools.spec.errors import SpecError
+
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.Div: operator.truediv}  # fmt: skip
 _FUNCS = {"max": max, "min": min, "abs": abs}
@@ -23,8 +25,6 @@ LIMIT = 200  # characters: a value is a short formula, not a program
 
 
 def _parse(text: str) -> ast.expr:
-    from sopgraph.tools.spec.model import SpecError
-
     if len(text) > LIMIT:
         raise SpecError(f"value: longer than {LIMIT} characters")
     try:

@@ -18,6 +18,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from sopgraph.tools.spec.errors import SpecError
+from sopgraph.tools.spec.expr import names
+
 REDUCES = ("mean", "sum", "min", "max", "count", "last", "first", "increase", "rises", "age")
 AGGREGATES = ("mean", "sum", "min", "max")  # what a rows measurement with columns reduces by
 SERIES_REDUCES = ("mean", "sum", "min", "max", "count", "last")  # PromQL's *_over_time
@@ -26,10 +29,6 @@ OPERATORS = (">", ">=", "<", "<=", "==", "!=")
 OUTCOMES = ("no_data", "true", "false")
 EDGES = ("(]", "[)", "[]")  # which window edge is in: "(]" is t-window < time <= t
 AGE_UNITS = {"minutes": 60.0, "hours": 3600.0, "days": 86400.0}
-
-
-class SpecError(ValueError):
-    """A spec that cannot run; ``str()`` names the field (``measures.idle.reduce``) and why."""
 
 
 @dataclass(frozen=True)
@@ -181,8 +180,6 @@ class Check:
     def validate(self) -> None:
         """Refuse what cannot run: a bad expression, an unknown ``$name`` of a lookup, a
         reduce that its kind of measurement has no way to compute."""
-        from sopgraph.tools.spec.expr import names
-
         for path, formula in (("value", self.value), ("guard", self.guard)):
             for name in names(formula) if formula is not None else ():
                 if name not in self.measures:
