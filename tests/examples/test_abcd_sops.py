@@ -132,7 +132,7 @@ CASES = [
 @pytest.fixture
 def scripted_judge(monkeypatch, tmp_path):
     """The CLI's judge, replaced by one that holds the case's conditions (no model)."""
-    from sopgraph.nodes import architectures
+    from sopgraph.nodes import judge
     from sopgraph.nodes.judge import JudgeExecutor
 
     monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
@@ -141,9 +141,8 @@ def scripted_judge(monkeypatch, tmp_path):
 
     def use(holds: list[str]) -> None:
         judges.append(ScriptedJudge(holds))
-        monkeypatch.setattr(
-            architectures, "JudgeExecutor", lambda lm=None: JudgeExecutor(judge=judges[-1])
-        )
+        # the executor chain imports the judge when it is built: patch it where it lives
+        monkeypatch.setattr(judge, "JudgeExecutor", lambda lm=None: JudgeExecutor(judge=judges[-1]))
 
     return use
 
