@@ -70,7 +70,11 @@ $(PHOENIX): requirements/phoenix.txt
 	.venv-phoenix/bin/pip check
 	touch $@
 
+# A trace viewer in one step: installs Phoenix when needed, then serves it in the foreground on
+# 127.0.0.1:4318, the OTLP/HTTP endpoint `--trace otlp` sends to by default (PHOENIX_PORT=N for
+# another); it prints its URL and the command that traces a run to it. Ctrl-C stops it.
 phoenix: $(PHOENIX)
+	.venv-phoenix/bin/python evals/phoenix.py
 
 # docs/report.png: one alarm of the demo report (ALARM=<id>; default the first with a root
 # cause) as headless Chromium renders it.
@@ -97,7 +101,7 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: install system-deps local-llm phoenix lint
+test: install system-deps local-llm $(PHOENIX) lint
 	$(VENV)/bin/pytest
 
 # Refresh the locks to the newest releases that pyproject.toml's ranges (and requirements/*.in)

@@ -48,7 +48,7 @@ class CollectorExporter(SpanExporter):
             self._warned = True
             print(
                 f"warning: no OTLP collector at {self.endpoint} ({problem}); traces are dropped "
-                "until one listens (start one, e.g. `make phoenix` then `phoenix serve`, or set "
+                "until one listens (start one, e.g. `make phoenix` in a checkout, or set "
                 "OTEL_EXPORTER_OTLP_ENDPOINT)",
                 file=self._stream or sys.stderr,
                 flush=True,

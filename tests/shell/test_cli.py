@@ -220,6 +220,6 @@ def test_trace_otlp_with_no_collector_is_one_warning_line(tmp_path: Path, monkey
     assert json.loads(proc.stdout)["sop_id"] == "dock_triage", proc.stderr
     assert proc.stderr.splitlines() == [
         f"warning: no OTLP collector at {url}/v1/traces (Connection refused); traces are "
-        "dropped until one listens (start one, e.g. `make phoenix` then `phoenix serve`, or "
+        "dropped until one listens (start one, e.g. `make phoenix` in a checkout, or "
         "set OTEL_EXPORTER_OTLP_ENDPOINT)"
     ]
