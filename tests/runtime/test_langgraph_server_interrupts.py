@@ -159,3 +159,34 @@ async def test_resume_without_repeating_the_sop(served):
     assert state["next"] == []
     nodes = [s["node"] for s in state["values"]["trail"]]
     assert nodes == ["obs_idle", "act_standby", "act_notify_dock"]
+
+
+OWN_GRAPHS = """
+from pathlib import Path
+
+from sopgraph.runtime.studio import build_graph
+
+my_sop = build_graph(Path(__file__).parent / "my-sop")
+"""
+
+
+@pytest.mark.slow
+async def test_own_sop_served_from_a_langgraph_json_of_ones_own(tmp_path):
+    """docs/serving.md's recipe: a module beside one's langgraph.json builds one's SOP."""
+    _gated_sop(tmp_path).rename(tmp_path / "my-sop")
+    (tmp_path / "my_graphs.py").write_text(OWN_GRAPHS)
+    config = {"dependencies": ["."], "graphs": {"my_sop": "./my_graphs.py:my_sop"}}
+    (tmp_path / "home").mkdir()
+    with LangGraphDev(
+        config, workdir=tmp_path, env={"SOPGRAPH_HOME": str(tmp_path / "home")}
+    ) as srv:
+        client = get_client(url=srv.url)
+        thread = (await client.threads.create())["thread_id"]
+        await client.runs.wait(thread, "my_sop", input={"input": INPUT})
+        state = await client.threads.get_state(thread)
+        assert state["next"] == ["act_standby"]
+        assert state["tasks"][0]["interrupts"][0]["value"]["node"] == "act_standby"
+        await client.runs.wait(thread, "my_sop", command=Command(resume="reject"))
+        state = await client.threads.get_state(thread)
+        nodes = [s["node"] for s in state["values"]["trail"]]
+        assert nodes == ["obs_idle", "act_standby", "act_page_engineer"]
