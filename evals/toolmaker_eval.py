@@ -242,11 +242,15 @@ async def eval_spec_toolmaker(
     train_limit: int | None = None,
     demos_from: str = "library",
     baseline: bool = True,
+    with_enumeration: bool = False,
     out_dir: Path | None = None,
     on_stage: Callable[[str, str, str, str], None] | None = None,
     on_row: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (node, seed, config), plus one ``llm-free`` row per node when ``baseline``."""
+    """One row per (node, seed, config), plus one ``llm-free`` row per node when ``baseline``.
+
+    ``with_enumeration``: the LLM-free search's enumerated specs join round 0's model samples
+    (rows and records marked ``+enum``)."""
     from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
     from sopgraph.tools.toolmaker.search import llm_free
 
@@ -292,10 +296,18 @@ async def eval_spec_toolmaker(
                         on_stage(config, node, s, d)
 
                 start = time.perf_counter()
+                extra = None
+                if with_enumeration:
+                    from sopgraph.tools.toolmaker.search import enumerate_specs
+
+                    extra = enumerate_specs(
+                        deps.node.text, list(deps.node.data), deps.data,
+                        deps.brief.param_names, deps.input_fields,
+                    )  # fmt: skip
                 try:
                     record = await make_spec_tool(
                         deps, train, config=config, samples=samples, rounds=rounds, seed=seed,
-                        on_stage=stage,
+                        on_stage=stage, extra_candidates=extra,
                     )  # fmt: skip
                     record = await score_spec_heldout(deps, record, held_out)
                 except Exception as exc:  # noqa: BLE001 - one node's failure is its row
@@ -305,6 +317,7 @@ async def eval_spec_toolmaker(
                         seconds=round(time.perf_counter() - start, 2),
                     )  # fmt: skip
                 name = config.replace("+", "_") + ("" if demos_from == "library" else "_cold")
+                name += "_enum" if with_enumeration else ""
                 if out_dir is not None:
                     path = out_dir / name / f"seed{seed}" / f"{node}.json"
                     path.parent.mkdir(parents=True, exist_ok=True)
@@ -312,6 +325,8 @@ async def eval_spec_toolmaker(
                 row = _row(record, train, held_out)
                 if demos_from != "library":
                     row["config"] = f"{config} cold"
+                if with_enumeration:
+                    row["config"] += " +enum"
                 best = record.best
                 row["found_by"] = best.found_by if best else None
                 row["spec"] = best.candidate.spec if best else None

@@ -342,7 +342,8 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
                         session, cases_dir, nodes, configs, seeds, samples=args.samples,
                         rounds=args.rounds if args.rounds is not None else 1,
                         train_limit=args.train_cases, demos_from=args.demos,
-                        baseline=not args.no_baseline, out_dir=out_dir / "records",
+                        baseline=not args.no_baseline, with_enumeration=args.with_enumeration,
+                        out_dir=out_dir / "records",
                         on_stage=stage, on_row=partial,
                     )  # fmt: skip
                 return await eval_toolmaker(
@@ -419,6 +420,11 @@ def register(sub: Any) -> None:
     _pipeline_options(p)
     p.add_argument("--train-cases", type=positive_int, help="spec: use N training cases a node")
     p.add_argument("--no-baseline", action="store_true", help="spec: skip the LLM-free search")
+    p.add_argument(
+        "--with-enumeration", action="store_true",
+        help="spec: add the LLM-free search's enumerated specs to round 0's model samples, "
+        "chosen by the same execution (rows marked +enum)",
+    )  # fmt: skip
     _budget_options(p)
     p.add_argument("--cases", help="folder of <node>.jsonl labeled cases (default: the world's)")
     p.add_argument("--out", default=".sopgraph/toolmaker_eval", help="records, JSON and report")

@@ -162,3 +162,16 @@ async def test_spec_prompts_hold_no_own_tool_labeler_convention_or_held_out_case
             c.timestamp for c in node_cases(session.cases, node, "eval") if c.timestamp not in train
         ]
         assert not [t for t in held if t in text], node
+
+
+@shared_loop
+async def test_enumerated_candidates_join_the_samples_and_are_marked(session):
+    deps = await spec_deps(session, "obs_upstream_flow_low")
+    deps.lm = DummyLM([{"spec": {**FLOW, "op": ">"}}])
+    train = node_cases(session.cases, "obs_upstream_flow_low", "train")
+    right = {**FLOW, "scale": 100}
+    record = await make_spec_tool(deps, train, config="sop", samples=1, extra_candidates=[right])
+    (rnd,) = record.rounds
+    assert rnd.found_by == "enumeration" and rnd.candidate.spec == right
+    assert len(rnd.samples) == 1  # the record's samples are the model's; the rest are marked
+    assert record.train_pass == 1.0

@@ -137,7 +137,9 @@ class Round(BaseModel):
     diagnosis: str | None = None  # the reflector's, written after this round's test
     samples: list[Sample] = Field(default_factory=list)  # spec pipeline: the N candidates
     search: list[str] = Field(default_factory=list)  # spec pipeline: the search's steps
-    found_by: Literal["model", "search"] | None = None  # who made the round's kept spec
+    # who made the round's kept spec: a model sample, the conventions search, or (opt-in) the
+    # LLM-free enumeration's candidates added to round 0
+    found_by: Literal["model", "search", "enumeration"] | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0

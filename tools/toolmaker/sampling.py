@@ -143,8 +143,13 @@ async def make_spec_tool(
     rounds: int = ROUNDS,
     seed: int = 0,
     on_stage: Stage = _noop,
+    extra_candidates: list[dict[str, Any]] | None = None,
 ) -> MakeRecord:
-    """Make one node's tool as a spec from its labeled training cases."""
+    """Make one node's tool as a spec from its labeled training cases.
+
+    ``extra_candidates`` (the LLM-free search's enumeration, say) join round 0's samples and
+    are chosen by the same execution; a kept one is marked ``found_by="enumeration"``.
+    """
     start = time.perf_counter()
     with_repair = "+r" in config
     record = MakeRecord(
@@ -195,10 +200,25 @@ async def make_spec_tool(
                         ran.append((spec, score))
             sample.seconds = round(time.perf_counter() - t0, 2)
             rnd.samples.append(sample)
+        enumerated: set[str] = set()
+        if n == 0 and extra_candidates:
+            on_stage("enumerate", f"{len(extra_candidates)} enumerated candidates")
+            for cand in extra_candidates:
+                key = json.dumps(cand, sort_keys=True)
+                if key in seen or key in enumerated:
+                    continue
+                enumerated.add(key)
+                cand_score = await deps.runner.score(cand, train)
+                if cand_score.problem is None:
+                    ran.append((cand, cand_score))
         ranked = sorted(ran, key=lambda x: (-x[1].passed, size(x[0])))  # stable: sample order
+
+        def origin(spec: dict[str, Any], enumerated: set[str] = enumerated) -> Any:
+            return "enumeration" if json.dumps(spec, sort_keys=True) in enumerated else "model"
+
         if ranked:
             spec, score = ranked[0]
-            rnd.found_by = "model"
+            rnd.found_by = origin(spec)
             if with_repair and score.passed < score.cases:
                 # the conventions of the SEARCH_TOP best distinct candidates: the best one may be
                 # a spurious shape while a runner-up has the right shape and a wrong convention
@@ -208,7 +228,7 @@ async def make_spec_tool(
                     if (found_score.passed, -size(found)) > (score.passed, -size(spec)):
                         spec, score = found, found_score
                         rnd.search = steps
-                        rnd.found_by = "search" if steps else "model"
+                        rnd.found_by = "search" if steps else origin(cand)
             rnd.candidate = Candidate(code=tool_file(deps.node.id, deps.node.text, spec), spec=spec)
             rnd.passed, rnd.cases = score.passed, score.cases
             rnd.train_pass = round(score.rate, 4)

@@ -1,0 +1,75 @@
+"""The live spec tool-maker evaluations on the triage SOP's node set, replayed from cassettes.
+
+Each ``toolmaker_spec_<run>.jsonl`` cassette holds every exchange of one live run of
+`sopgraph eval toolmaker` with Qwen2.5-Coder-1.5B (recorded with ``SOPGRAPH_CASSETTE_MODE=fill``);
+``evals/model_results/toolmaker_spec_<run>.json`` is what that live run printed. Replayed, the
+same samples are chosen by the same execution, so every row comes out the same; the replay says
+it is not live. Re-record: `/work/runs/s25/nodeset.sh`'s commands with the cassette removed
+(about 20-40 minutes a run on this machine's CPU).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fc_world import fc_home, fc_world  # noqa: F401
+from model_env import clean_env  # noqa: F401 - the autouse fixture
+
+from sopgraph.cli import main
+from sopgraph.examples import EXAMPLES
+
+ROOT = Path(__file__).resolve().parents[2]
+TAPES = ROOT / "tests" / "cassettes"
+RESULTS = ROOT / "evals" / "model_results"
+RUNS = {
+    "sop_d_r": ["--configs", "sop+d+r"],
+    "sop": ["--configs", "sop", "--no-baseline"],
+    "cold": ["--configs", "sop+d+r", "--demos", "none", "--no-baseline"],
+    "train5": ["--configs", "sop+d+r", "--train-cases", "5", "--no-baseline"],
+    "sop_d": ["--configs", "sop+d", "--no-baseline"],
+    "sop_r": ["--configs", "sop+r", "--no-baseline"],
+    # not a live run: sop_d_r's recorded model outputs with the LLM-free search's enumerated
+    # specs added to round 0 (host-side selection only, so the same cassette answers it)
+    "sop_d_r_enum": ["--configs", "sop+d+r", "--no-baseline", "--with-enumeration"],
+}
+TAPE_OF = {"sop_d_r_enum": "sop_d_r"}
+RECORDED = [name for name in RUNS if (RESULTS / f"toolmaker_spec_{name}.json").exists()]
+SAME = ("passed", "eval_pass", "train_pass", "best_round", "rounds", "tokens", "found_by", "spec")
+
+
+def test_the_main_run_is_recorded():
+    assert "sop_d_r" in RECORDED
+    for name in RECORDED:
+        assert (TAPES / f"toolmaker_spec_{TAPE_OF.get(name, name)}.jsonl").exists(), name
+        live = json.loads((RESULTS / f"toolmaker_spec_{name}.json").read_text())["live"]
+        assert live is (name not in TAPE_OF), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", RECORDED)
+def test_a_live_spec_toolmaker_run_replays_to_its_published_rows(
+    name,
+    fc_home,  # noqa: F811 - the fixture imported above
+    tmp_path,
+    monkeypatch,
+    capsys,
+):
+    live = json.loads((RESULTS / f"toolmaker_spec_{name}.json").read_text())["rows"]
+    monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
+    monkeypatch.setenv("SOPGRAPH_MODEL", "local")
+    tape = TAPES / f"toolmaker_spec_{TAPE_OF.get(name, name)}.jsonl"
+    monkeypatch.setenv("SOPGRAPH_CASSETTE", str(tape))
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "replay")
+    nodes = sorted({r["node"] for r in live})
+    argv = ["eval", "toolmaker", str(EXAMPLES / "fc_alarm_triage"), *RUNS[name],
+            "--nodes", ",".join(nodes), "--out", str(tmp_path / "out"), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["live"] is False
+
+    def key(rows):
+        return {(r["config"], r["node"]): {k: r.get(k) for k in SAME} for r in rows}
+
+    assert key(replayed["rows"]) == key(live)
