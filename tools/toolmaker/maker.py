@@ -51,11 +51,16 @@ async def tracked(call: Awaitable[T], lm: dspy.BaseLM | None = None) -> tuple[T,
     """Await a DSPy call under ``lm`` and return its result with the tokens it used."""
     with dspy.context(lm=lm) if lm is not None else nullcontext(), dspy.track_usage() as usage:
         result = await call
+    return result, usage_of(usage)
+
+
+def usage_of(tracker: Any) -> Usage:
+    """The tokens a ``dspy.track_usage()`` tracker counted, summed over its models."""
     spent = Usage()
-    for entry in usage.get_total_tokens().values():
+    for entry in tracker.get_total_tokens().values():
         spent.input_tokens += int(entry.get("prompt_tokens") or 0)
         spent.output_tokens += int(entry.get("completion_tokens") or 0)
-    return result, spent
+    return spent
 
 
 def call_failure(exc: BaseException) -> str:

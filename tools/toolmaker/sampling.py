@@ -36,7 +36,7 @@ from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import Demo, canonical, render
 from sopgraph.tools.toolmaker.execution import Score, SpecRunner, failures_text
 from sopgraph.tools.toolmaker.grammar import as_spec_dict, response_format, spec_model
-from sopgraph.tools.toolmaker.maker import Usage, call_failure
+from sopgraph.tools.toolmaker.maker import call_failure, usage_of
 from sopgraph.tools.toolmaker.record import Candidate, Case, MakeRecord, Round, Sample
 from sopgraph.tools.toolmaker.reflector import Reflector
 from sopgraph.tools.toolmaker.search import improve, size
@@ -109,10 +109,7 @@ async def _sample(
             problem = None
         except Exception as exc:  # noqa: BLE001 - an unusable reply is a failed sample, kept
             pred, problem = None, f"no spec: {call_failure(exc)}"
-    spent = Usage()
-    for entry in usage.get_total_tokens().values():
-        spent.input_tokens += int(entry.get("prompt_tokens") or 0)
-        spent.output_tokens += int(entry.get("completion_tokens") or 0)
+    spent = usage_of(usage)
     if pred is None:
         return None, problem, spent
     raw = pred.spec
