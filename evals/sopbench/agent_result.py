@@ -17,3 +17,4 @@ class AgentResult(BaseModel):
     seconds: float = 0.0
     turns: int = 0
     steps: list[dict[str, Any]] = Field(default_factory=list)  # tool calls or graph steps
+    forced_by: str | None = None  # the answer was forced: "repeat" (loop guard) or "budget"

@@ -139,6 +139,7 @@ class McpToolsAgent:
 
     name = "agent"
     turns = FC_TURNS
+    _structured: dict[str, Any] | None = None  # the last typed answer, reasoning included
 
     def __init__(
         self,
@@ -182,7 +183,7 @@ class McpToolsAgent:
             "",
         )
         if answer is not None:
-            final = final or json.dumps(answer)
+            final = final or json.dumps(self._structured or answer)
         elif error is None:
             answer = parse_answer(final, self.domain.output_columns)
         if error is None and answer is None:
@@ -208,6 +209,11 @@ FORCE_NOTE = (
     "The turn budget is nearly spent: call {answer} now with the decision the procedure gives "
     "for the results above."
 )
+REPEAT_FORCE_NOTE = (
+    "You asked again for a result you already have, so you have every result you asked for:\n"
+    "{results}\nCall {answer} now with the decision the procedure gives for these results."
+)
+RESULT_CHARS = 300  # one earlier result, as the forced answer's note repeats it
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{1,40})[\"”]")
 
 
@@ -231,9 +237,22 @@ def allowed_values(sop_text: str, column: str) -> list[str]:
     return unique if len(unique) >= 2 else []
 
 
+REASONING = "reasoning"
+REASONING_NOTE = (
+    "first, in one or two short sentences: which rule of the procedure the results meet, "
+    "with the numbers"
+)
+
+
 def answer_schema(domain: Domain) -> type[BaseModel]:
-    """The ``answer`` action: one field per output column, an enum where the SOP lists values."""
-    fields: dict[str, Any] = {}
+    """The ``answer`` action: a short ``reasoning`` first, then one field per output column,
+    an enum where the SOP lists values.
+
+    The reasoning comes first so that a model decoding under the schema's grammar applies the
+    procedure's rule to its results before it writes the decision (it is kept in the record,
+    never scored).
+    """
+    fields: dict[str, Any] = {REASONING: (str, Field(description=REASONING_NOTE))}
     for col in domain.output_columns:
         values = allowed_values(domain.sop_text, col)
         kind: Any = Literal[tuple(values)] if values else str  # type: ignore[valid-type]
@@ -248,6 +267,7 @@ class LoopGuard(AgentMiddleware):
     def __init__(self) -> None:
         super().__init__()
         self.seen: dict[str, str] = {}
+        self.calls: list[tuple[str, dict[str, Any]]] = []
         self.repeats = 0
 
     async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
@@ -260,26 +280,50 @@ class LoopGuard(AgentMiddleware):
         result = await handler(request)
         if isinstance(result, ToolMessage):
             self.seen[key] = content_text(result.content)
+            self.calls.append((call["name"], call.get("args") or {}))
         return result
+
+    def digest(self) -> str:
+        """Each distinct call made so far and its result, one line each, for the forced answer."""
+        lines = []
+        for name, args in self.calls:
+            key = json.dumps([name, args], sort_keys=True, default=str)
+            result = " ".join(self.seen.get(key, "").split())
+            if len(result) > RESULT_CHARS:
+                result = result[: RESULT_CHARS - 1] + "…"
+            lines.append(f"- {name}({json.dumps(args, default=str)}): {result}")
+        return "\n".join(lines) or "(no results)"
 
 
 class ForceAnswer(AgentMiddleware):
-    """On the budget's last model call, only the ``answer`` action is offered (tool_choice).
+    """Only the ``answer`` action is offered (tool_choice) once the agent should stop calling:
+
+    - on the budget's last model call;
+    - on the call after the loop guard answered a repeated call from memory: the model asked
+      again for what it has, so it is shown every result it got and must decide.
 
     With ``response_format=ToolStrategy`` the agent binds its tools with ``tool_choice: any``;
     with no other tool left that is the answer, which the local server's JSON-schema grammar
     then enforces (``nodes/models/_tool_format``).
     """
 
-    def __init__(self, turns: int) -> None:
+    def __init__(self, turns: int, guard: LoopGuard | None = None) -> None:
         super().__init__()
         self.turns = turns
+        self.guard = guard
+        self.forced_by: str | None = None
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
         done = sum(isinstance(m, AIMessage) for m in request.messages)
+        note = None
         if done >= self.turns - 1:
-            note = HumanMessage(FORCE_NOTE.format(answer=ANSWER_TOOL))
-            request = request.override(tools=[], messages=[*request.messages, note])
+            note = FORCE_NOTE.format(answer=ANSWER_TOOL)
+            self.forced_by = self.forced_by or "budget"
+        elif self.guard is not None and self.guard.repeats:
+            note = REPEAT_FORCE_NOTE.format(answer=ANSWER_TOOL, results=self.guard.digest())
+            self.forced_by = self.forced_by or "repeat"
+        if note is not None:
+            request = request.override(tools=[], messages=[*request.messages, HumanMessage(note)])
         return await handler(request)
 
 
@@ -307,8 +351,16 @@ class _BaselineAgent(McpToolsAgent):
         from langgraph.errors import GraphRecursionError
 
         start = time.perf_counter()
+        self._structured: dict[str, Any] | None = None
         guard = LoopGuard()
-        middleware: list[AgentMiddleware] = [guard, ForceAnswer(self.turns)]
+        force = ForceAnswer(self.turns, guard)
+        middleware: list[AgentMiddleware] = [guard, force]
+
+        def ended(*args: Any) -> AgentResult:
+            result = self._result(*args)
+            result.forced_by = force.forced_by
+            return result
+
         if self.as_text:
             middleware.append(_ToolResultsAsText())
         agent = create_agent(
@@ -328,27 +380,28 @@ class _BaselineAgent(McpToolsAgent):
                 messages = state["messages"]
                 structured = state.get("structured_response", structured)
         except GraphRecursionError:
-            return self._result(messages, start, f"turn budget of {self.turns} model calls ended")
+            return ended(messages, start, f"turn budget of {self.turns} model calls ended")
         except openai.APITimeoutError as exc:  # too slow for the request timeout: not completed
-            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
+            return ended(messages, start, f"{type(exc).__name__}: {exc}")
         except (openai.APIConnectionError, openai.InternalServerError) as exc:
             if _unreachable(exc):
                 raise  # no model to ask: stop the run (it resumes) rather than record a failure
-            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
+            return ended(messages, start, f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - an execution error is the metric (ECR), kept
-            return self._result(messages, start, f"{type(exc).__name__}: {exc}")
+            return ended(messages, start, f"{type(exc).__name__}: {exc}")
         turns = sum(isinstance(m, AIMessage) for m in messages)
         if structured is None and turns >= self.turns and _calls_pending(messages):
-            return self._result(messages, start, f"turn budget of {self.turns} model calls ended")
+            return ended(messages, start, f"turn budget of {self.turns} model calls ended")
         if self.react and not any(
             isinstance(m, ToolMessage) and m.name != ANSWER_TOOL for m in messages
         ):
-            return self._result(messages, start, "answered without calling a tool")
+            return ended(messages, start, "answered without calling a tool")
         answer = None
         if structured is not None:
             data = structured.model_dump() if isinstance(structured, BaseModel) else structured
+            self._structured = data
             answer = {c: str(data.get(c, "")) for c in self.domain.output_columns}
-        return self._result(messages, start, None, answer)
+        return ended(messages, start, None, answer)
 
 
 def _calls_pending(messages: list[BaseMessage]) -> bool:

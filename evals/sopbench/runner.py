@@ -50,6 +50,7 @@ def task_record(task: Task, result: AgentResult, agent: str) -> dict[str, Any]:
         "tokens": result.tokens,
         "seconds": round(result.seconds, 4),
         "turns": result.turns,
+        "forced_by": result.forced_by,
         "final_text": result.final_text,
         "steps": result.steps,
     }

@@ -114,6 +114,28 @@ async def test_turn_budget_ends_a_looping_agent(cls, budget):
 
 
 @pytest.mark.parametrize("cls", [FunctionCallingAgent, ReActAgent])
+async def test_a_repeated_call_forces_the_answer_with_every_result_shown(cls):
+    domain = load_domain(REFUND)
+    order = _call("getOrder", {"order_id": "O_002"}, "c1")
+    days = _call("daysSinceDelivery", {"order_id": "O_002"}, "c2")
+    answer = {"name": "answer", "args": {"reasoning": "45 > 30 days", "refund_decision": "Rejected"}, "id": "a",
+              "type": "tool_call"}  # fmt: skip
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[c]) for c in
+                                         (order, days, order)] + [AIMessage("", tool_calls=[answer])])  # fmt: skip
+    async with cls(domain, model) as agent:
+        r = await agent.solve(domain.tasks[1])
+    assert r.error is None and r.answer == {"refund_decision": "Rejected"}
+    assert r.turns == 4 and r.forced_by == "repeat"
+    note = model.seen[-1][-1].content
+    # the forced call sees both results it gathered, and only the answer is offered
+    assert "already have" in note and '"days_since_delivery": 45' in note and "O_002" in note
+    assert "budget" not in note
+    assert [getattr(t, "name", None) or t["function"]["name"] for t in model.bound_tools] == [
+        "answer"
+    ]
+
+
+@pytest.mark.parametrize("cls", [FunctionCallingAgent, ReActAgent])
 async def test_typed_answer_ends_the_run(cls):
     domain = load_domain(REFUND)
 
@@ -122,7 +144,7 @@ async def test_typed_answer_ends_the_run(cls):
             return AIMessage(
                 "", tool_calls=[_call("daysSinceDelivery", {"order_id": "O_002"}, "c")]
             )
-        args = {"refund_decision": "Rejected"}
+        args = {"reasoning": "delivered 45 days ago: over 30", "refund_decision": "Rejected"}
         return AIMessage(
             "", tool_calls=[{"name": "answer", "args": args, "id": "a", "type": "tool_call"}]
         )
@@ -136,7 +158,9 @@ def test_answer_schema_takes_the_sop_values_never_the_data():
     from sopgraph.evals.sopbench.agents import allowed_values, answer_schema
 
     schema = answer_schema(load_domain(REFUND)).model_json_schema()
-    assert schema["title"] == "answer" and schema["required"] == ["refund_decision"]
+    assert schema["title"] == "answer"
+    # the reasoning comes first, so a grammar-bound model reasons before it decides
+    assert schema["required"] == ["reasoning", "refund_decision"]
     assert schema["properties"]["refund_decision"]["enum"] == ["Rejected", "Approved"]
     assert allowed_values('Set the status to "open".', "status") == []  # one value: free text
     assert allowed_values('The risk is "low" or "high". Say "hello".', "risk_level") == []
