@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 SYSTEM = """You decide one check of a standard operating procedure (SOP).
-Call the function {function} (it takes no arguments): it runs the check's validated tool and
-returns its verdict as JSON. Then answer, without calling anything else, in exactly this form:
-ANSWER: <one sentence: what the tool measured and how it compares>
-VERDICT: true | false | no_data
-OBSERVED: <the measured value>
-THRESHOLD: <the threshold>"""
+First call the function {function} (it takes no arguments): it runs the check's validated tool
+and returns its verdict as JSON (value, observed, threshold, explanation). Then call {answer}
+with the verdict the result gives: verdict "true" if the check holds, "false" if it does not,
+"no_data" only if the data is missing; observed: the measured value; explanation: one short
+sentence, what the tool measured and how it compares to the threshold."""
 
-NUDGE_CALL = "Call {function} first: the verdict must come from it."
-NUDGE_ANSWER = "Now answer with ANSWER and VERDICT lines, without calling anything."
+ANSWER_DESCRIPTION = "The check's verdict, from the result of the check's tool."
 
 
 def function_description(node_id: str, text: str) -> str:

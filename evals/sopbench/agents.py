@@ -27,6 +27,7 @@ from sopgraph.evals.sopbench.agent_result import AgentResult
 from sopgraph.evals.sopbench.answer import parse_answer
 from sopgraph.evals.sopbench.domain import Domain, Task
 from sopgraph.evals.sopbench.server import server_config
+from sopgraph.nodes.agent_middleware import ANSWER_TOOL, ForceAnswer, LoopGuard, content_text
 
 FC_TURNS = 10  # the paper's FC agent: at most 10 iterations
 REACT_TURNS = 15  # the paper's ReAct agent: at most 15
@@ -74,15 +75,6 @@ def _steps(messages: list[BaseMessage]) -> list[dict[str, Any]]:
         if isinstance(m, AIMessage)
         for c in m.tool_calls
     ]
-
-
-def content_text(content: Any) -> str:
-    """MCP content blocks as one text (the model reads plain text, as the paper's agents do)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return str(content)
 
 
 def plain_text_tool(tool: BaseTool) -> BaseTool:
@@ -199,21 +191,6 @@ class McpToolsAgent:
         )
 
 
-ANSWER_TOOL = "answer"
-REPEAT_NOTE = (
-    "\n\n(You already called {name} with these arguments; the result above is the earlier one, "
-    "not run again. Do not repeat the call: call another tool the procedure needs, or call "
-    f"{ANSWER_TOOL} now.)"
-)
-FORCE_NOTE = (
-    "The turn budget is nearly spent: call {answer} now with the decision the procedure gives "
-    "for the results above."
-)
-REPEAT_FORCE_NOTE = (
-    "You asked again for a result you already have, so you have every result you asked for:\n"
-    "{results}\nCall {answer} now with the decision the procedure gives for these results."
-)
-RESULT_CHARS = 300  # one earlier result, as the forced answer's note repeats it
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{1,40})[\"”]")
 
 
@@ -259,72 +236,6 @@ def answer_schema(domain: Domain) -> type[BaseModel]:
         fields[col] = (kind, Field(description=f"the SOP's {col}"))
     model = create_model(ANSWER_TOOL, __doc__="The final answer the procedure gives.", **fields)
     return model
-
-
-class LoopGuard(AgentMiddleware):
-    """A repeated identical tool call is not run again: the earlier result, with a note to answer."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: dict[str, str] = {}
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.repeats = 0
-
-    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
-        call = request.tool_call
-        key = json.dumps([call["name"], call.get("args") or {}], sort_keys=True, default=str)
-        if key in self.seen:
-            self.repeats += 1
-            note = REPEAT_NOTE.format(name=call["name"])
-            return ToolMessage(self.seen[key] + note, tool_call_id=call["id"], name=call["name"])
-        result = await handler(request)
-        if isinstance(result, ToolMessage):
-            self.seen[key] = content_text(result.content)
-            self.calls.append((call["name"], call.get("args") or {}))
-        return result
-
-    def digest(self) -> str:
-        """Each distinct call made so far and its result, one line each, for the forced answer."""
-        lines = []
-        for name, args in self.calls:
-            key = json.dumps([name, args], sort_keys=True, default=str)
-            result = " ".join(self.seen.get(key, "").split())
-            if len(result) > RESULT_CHARS:
-                result = result[: RESULT_CHARS - 1] + "…"
-            lines.append(f"- {name}({json.dumps(args, default=str)}): {result}")
-        return "\n".join(lines) or "(no results)"
-
-
-class ForceAnswer(AgentMiddleware):
-    """Only the ``answer`` action is offered (tool_choice) once the agent should stop calling:
-
-    - on the budget's last model call;
-    - on the call after the loop guard answered a repeated call from memory: the model asked
-      again for what it has, so it is shown every result it got and must decide.
-
-    With ``response_format=ToolStrategy`` the agent binds its tools with ``tool_choice: any``;
-    with no other tool left that is the answer, which the local server's JSON-schema grammar
-    then enforces (``nodes/models/_tool_format``).
-    """
-
-    def __init__(self, turns: int, guard: LoopGuard | None = None) -> None:
-        super().__init__()
-        self.turns = turns
-        self.guard = guard
-        self.forced_by: str | None = None
-
-    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        done = sum(isinstance(m, AIMessage) for m in request.messages)
-        note = None
-        if done >= self.turns - 1:
-            note = FORCE_NOTE.format(answer=ANSWER_TOOL)
-            self.forced_by = self.forced_by or "budget"
-        elif self.guard is not None and self.guard.repeats:
-            note = REPEAT_FORCE_NOTE.format(answer=ANSWER_TOOL, results=self.guard.digest())
-            self.forced_by = self.forced_by or "repeat"
-        if note is not None:
-            request = request.override(tools=[], messages=[*request.messages, HumanMessage(note)])
-        return await handler(request)
 
 
 class _ToolResultsAsText(AgentMiddleware):
