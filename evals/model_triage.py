@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -70,6 +71,26 @@ async def _run(
                 with progress.open("a") as f:
                     f.write(json.dumps(_alarm_row(*row), default=str) + "\n")
     return out
+
+
+def node_verdicts(sc: Scenario, result: RunResult) -> tuple[int, int]:
+    """(right, compared): the run's decision-node verdicts against the truth's, on the nodes
+    both evaluated (a node the truth never reached has no verdict to compare)."""
+    right = compared = 0
+    for step in result.trail:
+        want = sc.verdicts.get(str(step.get("node")))
+        if step.get("kind") == "action" or want is None:
+            continue
+        compared += 1
+        right += step.get("verdict") == want
+    return right, compared
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank ``q`` percentile (p99 of 12 values is the largest)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return round(ordered[rank - 1], 1)
 
 
 def _alarm_row(o: AlarmOutcome, result: RunResult) -> dict[str, Any]:
@@ -134,6 +155,10 @@ def run_model_triage(
     rows = asyncio.run(_run(sop_dir, scenarios, arch=arch, model=model, lm=lm, baseline=False,
                             progress=progress))  # fmt: skip
     model_s = time.perf_counter() - began
+    by_id = {sc.alarm_id: sc for sc in scenarios}
+    pairs = [node_verdicts(by_id[o.alarm_id], r) for o, r in rows]
+    compared = sum(n for _, n in pairs)
+    seconds = [o.ms / 1000 for o, _ in rows]
     direct = asyncio.run(_run(sop_dir, scenarios, arch="direct", model=None, lm=None,
                               baseline=False))  # fmt: skip
     false = asyncio.run(_run(sop_dir, scenarios, arch="direct", model=None, lm=None,
@@ -148,8 +173,12 @@ def run_model_triage(
         "observation_acc": round(sum(o.observations_ok for o, _ in rows) / n, 4) if n else 0.0,
         "root_cause_acc": round(sum(o.root_causes_ok for o, _ in rows) / n, 4) if n else 0.0,
         "action_acc": round(sum(o.actions_ok for o, _ in rows) / n, 4) if n else 0.0,
+        "node_verdict_acc": round(sum(r for r, _ in pairs) / compared, 4) if compared else 0.0,
+        "node_verdicts_compared": compared,
         "llm_tokens_per_alarm": round(sum(o.tokens for o, _ in rows) / n, 1) if n else 0.0,
         "seconds_per_alarm": round(model_s / n, 1) if n else 0.0,
+        "seconds_per_alarm_p50": round(statistics.median(seconds), 1) if n else 0.0,
+        "seconds_per_alarm_p99": percentile(seconds, 99) if n else 0.0,
         "per_node": node_figures(rows, arch),
         "baseline_all_false": _accuracy(false),
         "compiled_tools": _accuracy(direct),

@@ -104,11 +104,15 @@ def executors_for(
     from sopgraph.prompts.verdict import VerdictExtractor
 
     extractor = extractor or VerdictExtractor(lm=lm)
+    from sopgraph.nodes.codeact_demos import LibraryDemos
+
     codeact = CodeActExecutor(
         model,
         extractor,
         limits or SandboxLimits(),
         DEFAULT_MAX_TURNS if max_turns is None else max_turns,
+        # demonstrations: how the SOP's other verified tools read their data
+        library=LibraryDemos(registry) if registry is not None else None,
     )
     # dialogue-state nodes (no API, no data hint) go to the judge before any MCP code is written
     judge = JudgeExecutor(lm=lm)

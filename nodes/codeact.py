@@ -2,10 +2,19 @@
 
 The loop is a small LangGraph (``think`` -> ``act`` -> ``think`` ...): ``think`` calls the model,
 ``act`` runs its ```python block in the sandbox with the node's allowed MCP tools as plain
-functions ``<server>_<tool>``, and the output (or the error) goes back to the model. It stops on
-a final ``ANSWER:``, on the turn budget, or on two replies with neither code nor an answer. The
-answer becomes a Verdict through ``prompts.verdict.VerdictExtractor``. Every turn, token, code
-block and MCP call is kept in ``Outcome.detail``: the trace the tool-making pipeline consumes.
+functions ``<server>_<tool>`` (and ``NOW``, the input's time, with two result helpers: the
+``prelude``), and the output (or the error) goes back to the model.
+
+It looks before it answers: the prompt shows how the library's nearest other nodes read their
+data on this input (``nodes/codeact_demos``); an answer before any function was called is sent
+back once. Once a step has read data without an error, the next reply is the typed answer
+(``prompts.codeact.TypedAnswer``: verdict, observed, explanation), which a local model decodes
+under its JSON schema; on the last reply the answer is forced the same way. A local model's code
+replies are constrained too: a ```python block whose first statement calls one of the functions. It stops on the
+answer, on the turn budget, or on two replies with neither code nor an answer. A free-text
+``ANSWER:`` (a hosted model, a scripted one) still becomes a Verdict through
+``prompts.verdict.VerdictExtractor``. Every turn, token, code block and MCP call is kept in
+``Outcome.detail``: the trace the tool-making pipeline consumes.
 
 Example:
     >>> executor = CodeActExecutor(model=chat_model(Settings()))
@@ -22,6 +31,7 @@ import json
 import operator
 import re
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
@@ -36,11 +46,19 @@ from sopgraph.graphs.executors import Outcome, ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.graphs.untrusted_text import serialisable
+from sopgraph.nodes.codeact_demos import DEFAULT_DEMOS, LibraryDemos
 from sopgraph.nodes.mcp_functions import McpFunctions
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
 from sopgraph.prompts.codeact import (
+    ANSWER_SCHEMA,
+    LOOK_FIRST,
     NUDGE_FORMAT,
     FunctionSpec,
+    TypedAnswer,
+    code_grammar,
+    parse_answer,
+    prelude,
+    render_answer_turn,
     render_observation,
     render_system_prompt,
 )
@@ -136,6 +154,33 @@ class CodeActRun:
     limits: SandboxLimits
     max_turns: int = DEFAULT_MAX_TURNS
     label: str = "model"
+    answer_model: BaseChatModel | None = None  # the model under the typed answer's grammar
+    code_model: BaseChatModel | None = None  # the model under the code reply's grammar
+    prelude: str = ""  # code run before the model's: NOW and the result helpers
+
+
+def reads_data(tool: str | None) -> bool:
+    """A call that reads data, not the catalog: after one succeeds the answer is due."""
+    name = tool or ""
+    return not name.startswith("list_") and "metadata" not in name
+
+
+def code_reply_model(model: BaseChatModel, functions: list[str]) -> BaseChatModel | None:
+    """``model`` constrained to a code block that starts by calling one of ``functions``
+    (``prompts.codeact.code_grammar``) on the local llama.cpp server; None elsewhere."""
+    if not functions or not getattr(model, "budgets_by_role", False):
+        return None
+    return model.bind(extra_body={"grammar": code_grammar(functions)})  # type: ignore[return-value]
+
+
+def typed_answer_model(model: BaseChatModel) -> BaseChatModel | None:
+    """``model`` constrained to ``TypedAnswer`` where the endpoint decodes under a JSON schema
+    (the local llama.cpp server: ``response_format`` with a ``schema``); None elsewhere (the
+    answer is then asked for in words and parsed)."""
+    if not getattr(model, "budgets_by_role", False):
+        return None
+    fmt = {"type": "json_object", "schema": ANSWER_SCHEMA}
+    return model.bind(extra_body={"response_format": fmt})  # type: ignore[return-value]
 
 
 class CodeActState(TypedDict, total=False):
@@ -149,7 +194,11 @@ class CodeActState(TypedDict, total=False):
     output_tokens: int
     pending: str | None
     answer: str | None
+    typed: dict[str, Any] | None
     stop: str | None
+    looked: bool  # a function was called (successfully or not)
+    answer_due: bool  # the last step read data: the next reply is the typed answer
+    unlooked: int  # answers sent back for being given before any function was called
 
 
 def _budget(n: int) -> str:
@@ -158,9 +207,14 @@ def _budget(n: int) -> str:
 
 async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, Any]:
     run = runtime.context
+    turns = state.get("turns", 0) + 1
+    answering = state.get("answer_due", False) or (
+        turns >= run.max_turns and state.get("looked", False)
+    )
+    model = (run.answer_model if answering else run.code_model) or run.model
     with chat_span(run.label) as span:
         try:
-            reply = await run.model.ainvoke(state["messages"])
+            reply = await model.ainvoke(state["messages"])
         except Exception as exc:  # noqa: BLE001 - a dead endpoint ends the loop with a reason
             first = serialisable((str(exc).splitlines() or [""])[0][:300])
             return {"stop": f"model call failed: {type(exc).__name__}: {first}"}
@@ -169,20 +223,33 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         record_usage(span, n_in, n_out, model=run.label)
     # a lone surrogate (JSON's "\ud800" from an endpoint) could be neither run nor stored
     text = serialisable(message_text(reply))
-    turns = state.get("turns", 0) + 1
     update: dict[str, Any] = {
         "turns": turns,
         "input_tokens": state.get("input_tokens", 0) + n_in,
         "output_tokens": state.get("output_tokens", 0) + n_out,
         "replies": [text],
         "messages": [AIMessage(content=text)],
+        "answer_due": False,
     }
-    code = extract_code(text)
-    if code is not None and turns < run.max_turns:
+    typed = parse_answer(text) if answering else None
+    code = None if typed is not None else extract_code(text)
+    final = typed is not None or (code is None and is_final_answer(text))
+    if final and not state.get("looked", False) and run.functions:
+        # it must look before it answers: the answer goes back, once
+        if state.get("unlooked", 0) >= 1 or turns >= run.max_turns:
+            update["stop"] = "the model answered without calling any function to read the data"
+        else:
+            update["unlooked"] = state.get("unlooked", 0) + 1
+            update["messages"].append(HumanMessage(content=LOOK_FIRST))
+        return update
+    if typed is not None:
+        update["answer"] = text.strip()
+        update["typed"] = typed.model_dump()
+    elif code is not None and turns < run.max_turns:
         update["pending"] = code
     elif code is not None:  # code on the last reply could never be followed by an answer
         update["stop"] = _budget(turns)
-    elif is_final_answer(text):
+    elif final:
         update["answer"] = text.strip()
     elif state.get("garbage", 0) >= 1:
         shown = " ".join(text.split())[:160] or "(empty)"
@@ -199,7 +266,7 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
     run = runtime.context
     code, turn = state.get("pending") or "", state.get("turns", 0)
     try:
-        result = await run_code(code, run.functions, run.limits)
+        result = await run_code(run.prelude + code, run.functions, run.limits)
     except SandboxUnavailable as exc:
         return {"pending": None, "stop": f"sandbox unavailable: {exc}"}
     error = None
@@ -232,11 +299,19 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
             }
         )
     shown = clip(result.stdout, OBSERVATION_CHARS)
-    observation = render_observation(shown, error, run.max_turns - turn)
+    read = any(c["error"] is None and reads_data(c["tool"]) for c in calls)
+    due = result.ok and read
+    looked = state.get("looked", False) or bool(calls)
+    if due or (looked and run.max_turns - turn <= 1):
+        observation = render_answer_turn(shown, error, last=run.max_turns - turn <= 1)
+    else:
+        observation = render_observation(shown, error, run.max_turns - turn)
     return {
         "pending": None,
         "code": [step],
         "mcp_calls": calls,
+        "looked": looked,
+        "answer_due": due,
         "messages": [HumanMessage(content=observation)],
     }
 
@@ -282,7 +357,10 @@ class CodeActExecutor:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     max_turns: int = DEFAULT_MAX_TURNS
     name: str = "codeact"
+    library: LibraryDemos | None = None  # the SOP's tool library, for demonstrations
+    demos: int = DEFAULT_DEMOS
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
+    _locks: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
 
     def __post_init__(self) -> None:
         self.model = role_chat(self.model, "codeact")
@@ -291,8 +369,19 @@ class CodeActExecutor:
     async def decide(self, node: Node, ctx: ToolContext) -> Outcome:
         if self.model is None:
             raise Unavailable(NO_MODEL)
+        if not getattr(self.model, "budgets_by_role", False):
+            return await self._decide(node, ctx)
+        # The local server computes one request at a time and keeps the KV cache of the last
+        # prompt only: nodes of one layer that interleaved their turns would each read their
+        # whole prompt again on every turn. They take the model in turn instead.
+        lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
+            return await self._decide(node, ctx)
+
+    async def _decide(self, node: Node, ctx: ToolContext) -> Outcome:
         start = time.perf_counter()
         specs, functions, problems = await self._functions.for_node(node, ctx)
+        demos = await self.library.for_node(node, ctx, self.demos) if self.library and specs else []
         system = render_system_prompt(
             question=ctx.text or node.text,
             functions=list(specs.values()),
@@ -304,10 +393,13 @@ class CodeActExecutor:
             params=node_params(node, ctx.params),
             parents={k: v.model_dump(exclude={"explanation"}) for k, v in ctx.parents.items()},
             data=node.data,
+            demos=demos,
         )
         run = CodeActRun(
-            self.model, functions, specs, self.limits, self.max_turns, model_label(self.model)
-        )
+            self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
+            answer_model=typed_answer_model(self.model), prelude=prelude(ctx.timestamp),
+            code_model=code_reply_model(self.model, list(specs)),
+        )  # fmt: skip
         state: CodeActState = {
             "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],
             "turns": 0,
@@ -323,8 +415,10 @@ class CodeActExecutor:
                     state, {"recursion_limit": 4 * self.max_turns + 10}, context=run
                 )
             )
-            verdict, error, extract = await self._extract(ctx.text or node.text, final)
+            threshold = _threshold(node, ctx.params)
+            verdict, error, extract = await self._extract(ctx.text or node.text, final, threshold)
             detail = _trace(final, specs, problems, extract)
+            detail["demos"] = [d.node for d in demos]
             record_usage(span, detail["input_tokens"], detail["output_tokens"], model=run.label)
         ms = (time.perf_counter() - start) * 1000
         if verdict is None:
@@ -334,11 +428,16 @@ class CodeActExecutor:
         return Outcome(verdict=verdict, executor=self.name, ms=ms, detail=detail)
 
     async def _extract(
-        self, question: str, final: CodeActState
+        self, question: str, final: CodeActState, threshold: Any = None
     ) -> tuple[Verdict | None, str | None, dict[str, Any]]:
         answer = final.get("answer")
         if not answer:
             return None, final.get("stop") or "the loop ended without an answer", {}
+        if final.get("typed"):
+            typed = TypedAnswer.model_validate(final["typed"])
+            verdict = Verdict(value=typed.verdict, observed=typed.observed,
+                              threshold=threshold, explanation=typed.explanation)  # fmt: skip
+            return verdict, None, {"source": "typed"}
         with dspy.track_usage() as usage:
             try:
                 verdict, source = await self.extractor.averdict(question, answer)
@@ -349,6 +448,12 @@ class CodeActExecutor:
             n_in += int(entry.get("prompt_tokens") or 0)
             n_out += int(entry.get("completion_tokens") or 0)
         return verdict, None, {"source": source, "input_tokens": n_in, "output_tokens": n_out}
+
+
+def _threshold(node: Node, params: dict[str, Any]) -> Any:
+    """The threshold of a typed answer: the value of the one site parameter the node names."""
+    named = node_params(node, params)
+    return next(iter(named.values())) if len(named) == 1 else None
 
 
 async def _own_run(coro: Any) -> Any:

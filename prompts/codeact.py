@@ -1,4 +1,5 @@
-"""The CodeAct sub-agent's prompt texts: the system prompt (``codeact.md``) and its turn messages.
+"""The CodeAct sub-agent's prompt texts: the system prompt (``codeact.md``), its turn messages,
+its demonstrations and its typed answer.
 
 Example:
     >>> spec = FunctionSpec(name="robotics_list_metrics", server="robotics", tool="list_metrics")
@@ -8,10 +9,11 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -25,9 +27,161 @@ NUDGE_FORMAT = (
     "Your reply had neither a ```python code block nor a final `ANSWER:` with a `VERDICT:` "
     "line. Reply with one of the two."
 )
-LAST_TURN = (
-    "This is your last reply: answer now, without code, with ANSWER/VERDICT/OBSERVED/THRESHOLD."
+LAST_TURN = "This is your last reply: no more code."
+LOOK_FIRST = (
+    "You have not read any data yet: call one of the functions in a ```python block first, "
+    "then answer from what it printed."
 )
+ANSWER_NOW = (
+    "Answer now with one JSON object: "
+    '{"verdict": "true" if the check holds, "false" if it does not, "no_data" only if the data '
+    'is missing; "observed": the measured value (a number, or null); "explanation": one short '
+    "sentence: what you measured and how it compares to the threshold}."
+)
+DEMO_RESULT_CHARS = 400  # one recorded result, as a demonstration shows it
+
+
+class TypedAnswer(BaseModel):
+    """The sub-agent's final answer; on the local model its grammar (JSON schema) forces it."""
+
+    verdict: Literal["true", "false", "no_data"]
+    observed: float | None = None
+    explanation: str = Field("", max_length=300)
+
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"enum": ["true", "false", "no_data"]},
+        "observed": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+        "explanation": {"type": "string", "maxLength": 160},
+    },
+    "required": ["verdict", "observed", "explanation"],
+}
+"""``TypedAnswer`` as the JSON schema llama.cpp decodes under (``explanation`` bounded by hand:
+a grammar spells each optional character out, ``nodes/models/_tool_format.MAX_GRAMMAR_REPEAT``)."""
+
+
+def code_grammar(functions: list[str]) -> str:
+    """A GBNF grammar for a code reply: one ```python block whose first statement calls one of
+    ``functions``: ``r1 = <function>(``. A small model then reads data instead of defining
+    look-alike functions (or listing imports) and answering from them; it may import later."""
+    names = " | ".join(json.dumps(f) for f in sorted(functions))
+    return "\n".join([
+        'root ::= "```python\\n" "r1 = " fn "(" body "```"',
+        f"fn ::= {names}",
+        "body ::= [^`]*",
+    ])  # fmt: skip
+
+
+def parse_answer(text: str) -> TypedAnswer | None:
+    """The typed answer a reply holds (the first JSON object in it), or None."""
+    start = (text or "").find("{")
+    if start < 0:
+        return None
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text[start:])
+        if isinstance(data, dict) and isinstance(data.get("verdict"), bool):
+            data["verdict"] = "true" if data["verdict"] else "false"
+        return TypedAnswer.model_validate(data)
+    except ValueError:
+        return None
+
+
+def series_values(result):
+    """The value of each series of a metric query's result, as floats."""
+    out = []
+    for series in (result.get("data") or {}).get("result") or []:
+        if "value" in series:
+            out.append(float(series["value"][1]))
+    return out
+
+
+def table_rows(result):
+    """The rows of a table query's result, each a dict of column -> value."""
+    columns = result.get("columns") or []
+    return [dict(zip(columns, row, strict=False)) for row in result.get("rows") or []]
+
+
+PRELUDE_FUNCTIONS = (series_values, table_rows)
+"""Defined in the sandbox before the model's code runs (``prelude``), as they are here."""
+
+
+def prelude(now: str) -> str:
+    """The code the sandbox runs before the model's: ``NOW`` and the result helpers."""
+    parts = [f"NOW = {now!r}"] + [inspect.getsource(f) for f in PRELUDE_FUNCTIONS]
+    return "\n".join(parts) + "\n"
+
+
+class DemoCall(BaseModel):
+    """One MCP call a demonstration made: the function, its arguments and what came back."""
+
+    function: str
+    args: dict[str, Any]
+    result: Any = None
+
+
+class DemoRun(BaseModel):
+    """A library node's spec run on this input: its calls and the verdict it reached."""
+
+    node: str
+    text: str
+    calls: list[DemoCall]
+    compute: list[str] = Field(default_factory=list)  # the Python from the results to the value
+    verdict: str
+    observed: Any = None
+    explanation: str = ""
+    score: float = 0.0
+
+
+def _literal(value: Any, now: str) -> str:
+    if isinstance(value, str) and value == now and now:
+        return "NOW"
+    return repr(value)
+
+
+def _shown(result: Any) -> tuple[str, Any]:
+    """How a demonstration prints a result: through the helper its shape calls for."""
+    if isinstance(result, dict) and isinstance(result.get("data"), dict):
+        return "series_values", series_values(result)
+    if isinstance(result, dict) and "rows" in result:
+        return "table_rows", table_rows(result)
+    return "", result
+
+
+def _clipped(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= DEMO_RESULT_CHARS else text[: DEMO_RESULT_CHARS - 1] + "…"
+
+
+def render_demo(demo: DemoRun, now: str) -> str:
+    """One demonstration: its calls, the rows it read (a table's shape), the computation of its
+    value (when known, else every result printed), what that printed and the typed answer."""
+    lines, printed = [], []
+    for i, call in enumerate(demo.calls, 1):
+        args = ", ".join(f"{k}={_literal(v, now)}" for k, v in call.args.items())
+        lines.append(f"r{i} = {call.function}({args})")
+        helper, shown = _shown(call.result)
+        if not demo.compute or helper == "table_rows":
+            lines.append(f"print({helper}(r{i}))" if helper else f"print(r{i})")
+            printed.append(_clipped(shown))
+    if demo.compute:
+        lines += demo.compute
+        printed.append(_clipped(demo.observed))
+    answer = {"verdict": demo.verdict, "observed": demo.observed,
+              "explanation": " ".join(demo.explanation.split())}  # fmt: skip
+    code = "\n".join(lines)
+    return (
+        f"Check: {demo.text}\n```python\n{code}\n```\nOutput:\n"
+        + "\n".join(printed)
+        + f"\nAnswer: {json.dumps(answer, default=str)}"
+    )
+
+
+def render_demos(demos: list[DemoRun], now: str) -> str:
+    if not demos:
+        return "(none)"
+    return "\n\n".join(f"Example {i}. {render_demo(d, now)}" for i, d in enumerate(demos, 1))
 
 
 class FunctionSpec(BaseModel):
@@ -101,8 +255,11 @@ def render_system_prompt(
     params: dict[str, Any] | None = None,
     parents: dict[str, Any] | None = None,
     data: list[str] | None = None,
+    demos: list[DemoRun] | None = None,
 ) -> str:
-    """The CodeAct system prompt for one node: the check, its context, the functions, the rules."""
+    """The CodeAct system prompt for one node: the rules, the functions, the demonstrations
+    (other checks, on this input's data), then the check (what differs between nodes comes
+    last, so a local server reuses the shared beginning)."""
     values = {
         "question": " ".join(question.split()),
         "site": site or "unknown",
@@ -115,6 +272,7 @@ def render_system_prompt(
         "example": example_call(functions),
         "imports": ", ".join(imports),
         "max_turns": str(max_turns),
+        "demos": render_demos(demos or [], timestamp),
     }
     # Only known names are replaced, so braces in the template's prose stay as written.
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), TEMPLATE)
@@ -127,4 +285,13 @@ def render_observation(stdout: str, error: str | None, turns_left: int) -> str:
         parts.append(f"Error:\n{error.rstrip()}")
     if turns_left <= 1:
         parts.append(LAST_TURN)
+    return "\n\n".join(parts)
+
+
+def render_answer_turn(stdout: str, error: str | None, last: bool) -> str:
+    """The observation of a step that read data, followed by the request for the typed answer."""
+    parts = [f"Output:\n{stdout.rstrip() or '(nothing printed)'}"]
+    if error:
+        parts.append(f"Error:\n{error.rstrip()}")
+    parts.append((LAST_TURN + " " if last else "") + ANSWER_NOW)
     return "\n\n".join(parts)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgraph.arguments import positive_int
+from sopgraph.commands.model import SKIP_HELP
 from sopgraph.commands.model import cmd_triage as model_triage
 from sopgraph.errors import UserError
 from sopgraph.model_choice import ARCH_HELP, models_for
@@ -122,6 +123,7 @@ def register(sub: Any) -> None:
         "codeact), N alarms covering every alarm type, run one at a time beside the all-false "
         "baseline and the compiled tools (as `sopgraph model triage`)",
     )
+    et.add_argument("--skip", type=int, default=0, help="with a model arch: " + SKIP_HELP)
     et.add_argument(
         "--split",
         choices=["train", "eval", "all"],

@@ -54,13 +54,20 @@ def cmd_triage(args: argparse.Namespace) -> int:
 
     models = models_for(args.arch)
     pool = first_scenarios(world(), args.split, None)
-    sample = covering_sample(pool, args.alarms or len(pool))
+    skip = getattr(args, "skip", 0) or 0
+    sample = covering_sample(pool, skip + (args.alarms or len(pool)))[skip:]
     progress = Path(args.progress) if args.progress else None
     sop = Path(args.sop) if getattr(args, "sop", None) else TRIAGE_SOP
     summary = run_model_triage(sop, sample, arch=args.arch, model=models.chat,
                                lm=models.lm, progress=progress)  # fmt: skip
     _print(summary, args.json)
     return 0
+
+
+SKIP_HELP = (
+    "leave out the first N alarms of the sample's order: `--skip 12 --alarms 24` runs the 24 "
+    "alarms after the default 12-alarm sample (default 0)"
+)
 
 
 def _strip(result: dict[str, Any], verbose: bool) -> dict[str, Any]:
@@ -182,6 +189,7 @@ def register(sub: Any) -> None:
         "baseline and the compiled tools",
     )
     t.add_argument("--alarms", type=positive_int, default=12, help="sample size (default 12)")
+    t.add_argument("--skip", type=int, default=0, help=SKIP_HELP)
     t.add_argument("--split", choices=["train", "eval", "all"], default="eval", help="default eval")
     t.add_argument(
         "--arch",

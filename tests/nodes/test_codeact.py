@@ -261,7 +261,7 @@ LONE_ARG = (
     "print(r['value'])\n```"
 )
 # the model's own reply holds the lone surrogate (an endpoint's JSON "\ud800"), not an escape
-LONE_TEXT = "```python\nprint('idle \ud800')\n```"
+LONE_TEXT = "```python\nprint(robotics_list_metrics(), 'idle \ud800')\n```"
 
 
 @pytest.mark.parametrize("reply", [LONE_ARG, LONE_TEXT], ids=["tool argument", "reply text"])
@@ -312,4 +312,103 @@ def test_lone_surrogates_from_the_model_do_not_break_the_json_output(
         (call,) = detail["mcp_calls"]
         assert call["args"]["metric"] == "station_idle_pct\ufffd"
     else:
-        assert detail["code"][0]["ok"] and detail["code"][0]["stdout"] == "idle \ufffd\n"
+        assert detail["code"][0]["ok"] and detail["code"][0]["stdout"].endswith("] idle \ufffd\n")
+
+
+# -- looks before it answers, answers typed -------------------------------------------------
+
+TYPED_TRUE = '{"verdict": "true", "observed": 31.2, "explanation": "idle 31.2% is above 25%"}'
+
+
+@shared_loop
+async def test_after_reading_data_the_answer_is_typed(pool):
+    model = _model(QUERY, TYPED_TRUE)
+    node = _node()
+    outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "true" and outcome.verdict.observed == 31.2
+    assert outcome.verdict.explanation == "idle 31.2% is above 25%"
+    d = outcome.detail
+    assert d["turns"] == 2 and d["extract"] == {"source": "typed"}  # no extraction call
+    # the step that read data is followed by the request for the typed answer
+    assert "Answer now with one JSON object" in model.seen[1][-1].content
+
+
+@shared_loop
+async def test_an_answer_before_any_function_call_goes_back_once(pool):
+    model = _model(ANSWER_TRUE, QUERY, TYPED_TRUE)
+    node = _node()
+    outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "true" and outcome.detail["turns"] == 3
+    assert "You have not read any data yet" in model.seen[1][-1].content
+    assert [c["function"] for c in outcome.detail["mcp_calls"]] == ["robotics_execute_query"]
+
+    stubborn = _model(ANSWER_TRUE)  # answers again without looking: no verdict, and why
+    outcome = await CodeActExecutor(model=stubborn).decide(node, _ctx(node, pool))
+    assert outcome.verdict is None
+    assert "answered without calling any function" in outcome.error
+
+
+@shared_loop
+async def test_now_is_the_inputs_time_and_the_result_helpers_are_defined(pool):
+    code = (
+        "```python\nprint(NOW)\n"
+        "print(series_values({'data': {'result': [{'value': [0, '2.5']}, {'metric': {}}]}}))\n"
+        "print(table_rows({'columns': ['a', 'b'], 'rows': [[1, 2]]}))\n"
+        "r = robotics_execute_query(metric='station_idle_pct', site='FC1')\n```"
+    )
+    model = _model(code, TYPED_TRUE)
+    node = _node()
+    outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
+    step = outcome.detail["code"][0]
+    assert step["ok"], step["error"]
+    assert step["stdout"] == "2025-01-01T10:00:00Z\n[2.5]\n[{'a': 1, 'b': 2}]\n"
+    assert step["code"] == code.split("\n", 1)[1].rsplit("\n", 1)[0]  # the model's code only
+
+
+@shared_loop
+async def test_catalog_calls_alone_do_not_make_the_answer_due(pool):
+    listing = "```python\nprint(robotics_list_metrics())\n```"
+    model = _model(listing, QUERY, TYPED_TRUE)
+    node = _node()
+    outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "true" and outcome.detail["turns"] == 3
+    assert "Answer now" not in model.seen[1][-1].content
+    assert "Answer now" in model.seen[2][-1].content
+
+
+def test_only_the_local_model_is_bound_to_the_answer_grammar():
+    from sopgraph.nodes.codeact import typed_answer_model
+    from sopgraph.nodes.models import Settings, chat_model
+    from sopgraph.prompts.codeact import ANSWER_SCHEMA
+
+    local = chat_model(Settings(model="local"))
+    bound = typed_answer_model(local)
+    fmt = bound.kwargs["extra_body"]["response_format"]
+    assert fmt == {"type": "json_object", "schema": ANSWER_SCHEMA}
+    assert typed_answer_model(_model("x")) is None  # elsewhere the answer is parsed from text
+
+
+def test_a_local_models_code_reply_must_start_by_calling_a_function():
+    from sopgraph.nodes.codeact import code_reply_model
+    from sopgraph.nodes.models import Settings, chat_model
+    from sopgraph.prompts.codeact import code_grammar
+
+    grammar = code_grammar(["robotics_execute_query", "ops_list_tables"])
+    bound = code_reply_model(chat_model(Settings(model="local")), ["robotics_execute_query"])
+    assert bound.kwargs["extra_body"] == {"grammar": code_grammar(["robotics_execute_query"])}
+    assert code_reply_model(_model("x"), ["f"]) is None
+    assert 'root ::= "```python\\n" "r1 = " fn "(" body "```"' in grammar
+    assert 'fn ::= "ops_list_tables" | "robotics_execute_query"' in grammar
+    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp accepts it
+
+
+def test_typed_answer_parsing():
+    from sopgraph.prompts.codeact import parse_answer
+
+    assert parse_answer('note {"verdict": true, "observed": 3}').verdict == "true"
+    assert (
+        parse_answer('{"verdict": "no_data", "observed": null, "explanation": ""}').observed is None
+    )
+    assert parse_answer('{"verdict": "maybe"}') is None
+    assert parse_answer("ANSWER: yes") is None

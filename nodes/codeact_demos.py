@@ -1,0 +1,165 @@
+"""The CodeAct sub-agent's demonstrations: how the library's nearest other nodes read their data.
+
+For a node the sub-agent decides, the ``k`` library nodes nearest to it (``tools/similar``:
+never its own tool, never one that reads a metric or column its own data hints name) run their
+spec on this input, with every MCP call they make recorded. The sub-agent is shown each call as
+the Python it would write (``robotics_execute_query(query=..., time=NOW)``), what came back and
+the verdict the spec reached: real queries against this input's data, with the data's own
+result shapes, for other checks. A demonstration that fails to run (it needs an input field
+this input lacks) is left out, and the next nearest stands in.
+
+Example:
+    >>> demos = await LibraryDemos(registry).for_node(node, ctx, k=2)   # doctest: +SKIP
+    >>> demos[0].calls[0].function                                       # doctest: +SKIP
+    'robotics_execute_query'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from sopgraph.graphs.executors import ToolContext
+from sopgraph.graphs.loader import load_sop
+from sopgraph.graphs.model import Node
+from sopgraph.nodes.mcp_functions import function_name
+from sopgraph.prompts.codeact import DemoCall, DemoRun, table_rows
+from sopgraph.tools.registry import Registry
+from sopgraph.tools.similar import Entry, library_specs, nearest
+from sopgraph.tools.spec import Check, trace
+from sopgraph.tools.spec.bind import Bound
+
+DEFAULT_DEMOS = 2
+MAX_TRIED = 6  # nearest specs tried for them (one needing a field this input lacks fails)
+PAGING = ("page", "page_size")  # arguments the spec runtime sends that a demonstration omits
+_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class _Recorder:
+    """An MCP pool that records each call (and its result) before returning it."""
+
+    def __init__(self, pool: Any):
+        self.pool = pool
+        self.servers = getattr(pool, "servers", {})
+        self.calls: list[tuple[str, str, dict[str, Any], Any]] = []
+
+    async def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
+        result = await self.pool.call(server, tool, args)
+        self.calls.append((server, tool, dict(args), result))
+        return result
+
+
+def with_params(text: str, params: dict[str, Any]) -> str:
+    """The node's text with each ``{param}`` followed by its site value: ``{x} (= 5)``."""
+    return _PARAM.sub(
+        lambda m: f"{m.group(0)} (= {params[m.group(1)]})" if m.group(1) in params else m.group(0),
+        " ".join(text.split()),
+    )
+
+
+@dataclass
+class LibraryDemos:
+    """The demonstrations of one SOP's library; the library is read once per executor."""
+
+    registry: Registry
+    _pool: list[Entry] | None = field(default=None, repr=False)
+
+    def pool(self) -> list[Entry]:
+        if self._pool is None:
+            sop = load_sop(self.registry.lib_dir.parent)
+            self._pool = library_specs(sop, self.registry)
+        return self._pool
+
+    async def for_node(self, node: Node, ctx: ToolContext, k: int = DEFAULT_DEMOS) -> list[DemoRun]:
+        """Up to ``k`` demonstrations run on ``ctx``'s input (fewer when one fails to run)."""
+        if k <= 0 or ctx.mcp is None:
+            return []
+        ranked = nearest(self.pool(), node.text, list(node.data), MAX_TRIED, node.id)
+        out = []
+        for entry in ranked:  # the next nearest stands in for one this input cannot run
+            demo = await run_demo(entry, ctx)
+            if demo is not None:
+                out.append(demo)
+            if len(out) == k:
+                break
+        return out
+
+
+async def run_demo(entry: Entry, ctx: ToolContext) -> DemoRun | None:
+    """``entry``'s spec run on ``ctx``'s input, its MCP calls recorded; None when it fails."""
+    recorder = _Recorder(ctx.mcp)
+    try:
+        check = Check.from_dict(entry.spec)
+        verdict, seen = await trace(check, ctx.input, dataclasses.replace(ctx, mcp=recorder))
+    except Exception:  # noqa: BLE001 - a demonstration that cannot run is not shown
+        return None
+    if not recorder.calls:
+        return None
+    named = set(_PARAM.findall(entry.text))
+    params = {k: v for k, v in ctx.params.items() if k in named}
+    calls: list[DemoCall] = []
+    for server, tool, args, result in recorder.calls:
+        call = DemoCall(
+            function=function_name(server, tool),
+            args={k: v for k, v in args.items() if k not in PAGING},
+            result=result,
+        )
+        if all((c.function, c.args) != (call.function, call.args) for c in calls):
+            calls.append(call)  # two measurements reading the same series: one call
+    return DemoRun(
+        node=entry.node,
+        text=with_params(entry.text, params),
+        calls=calls,
+        compute=computation(check, seen, calls, ctx),
+        verdict=verdict.value,
+        observed=verdict.observed,
+        explanation=verdict.explanation or "",
+        score=entry.score,
+    )
+
+
+ACROSS = {"count": "len({x})", "sum": "sum({x})", "max": "max({x})", "min": "min({x})",
+          "mean": "sum({x}) / len({x})"}  # fmt: skip
+
+
+def computation(check: Check, seen: dict[str, Any], calls: list[DemoCall], ctx: Any) -> list[str]:
+    """The Python that turns the demonstration's results into its value, as the spec computes
+    it: a series measurement from ``series_values`` (scaled, kept, reduced across series), a
+    table one from the row that holds its number; then the value's formula."""
+    lines = []
+    for name, m in check.measures.items():
+        if name not in seen or not isinstance(seen[name], dict):
+            continue
+        query, value = seen[name].get("query"), seen[name].get("value")
+        at = next((i for i, c in enumerate(calls, 1) if query in (c.args.get("query"),
+                                                                    c.args.get("sql"))), None)  # fmt: skip
+        if at is not None and m.kind == "series" and not m.per:
+            x = f"series_values(r{at})"
+            if m.scale != 1:
+                x = f"[v * {m.scale:g} for v in {x}]"
+            if m.keep is not None:
+                x = f"[v for v in {x} if v {m.keep.op} {Bound.threshold(m.keep.threshold, ctx):g}]"
+            lines.append(f"{name} = {ACROSS[m.across].format(x=x)}")
+            continue
+        cell = _cell(calls[at - 1].result, value) if at is not None else None
+        if cell is not None:
+            lines.append(f"{name} = table_rows(r{at})[0][{cell!r}]")
+        else:
+            lines.append(f"{name} = {value!r}" + (f"  # read from r{at}" if at else ""))
+    scale = f" * {check.scale:g}" if check.scale != 1 else ""
+    lines.append(f"value = {check.value}{scale}")
+    lines.append("print(value)")
+    return lines
+
+
+def _cell(result: Any, value: Any) -> str | None:
+    """The column of a one-row table result whose cell is ``value``."""
+    rows = table_rows(result) if isinstance(result, dict) else []
+    if len(rows) != 1 or value is None:
+        return None
+    for column, cell in rows[0].items():
+        if isinstance(cell, int | float) and not isinstance(cell, bool) and float(cell) == value:
+            return column
+    return None
