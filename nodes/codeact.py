@@ -31,7 +31,6 @@ import json
 import operator
 import re
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
@@ -47,6 +46,7 @@ from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.graphs.untrusted_text import serialisable
 from sopgraph.nodes.codeact_demos import DEFAULT_DEMOS, LibraryDemos
+from sopgraph.nodes.local_turns import is_local, model_turn
 from sopgraph.nodes.mcp_functions import McpFunctions
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
 from sopgraph.prompts.codeact import (
@@ -168,7 +168,7 @@ def reads_data(tool: str | None) -> bool:
 def code_reply_model(model: BaseChatModel, functions: list[str]) -> BaseChatModel | None:
     """``model`` constrained to a code block that starts by calling one of ``functions``
     (``prompts.codeact.code_grammar``) on the local llama.cpp server; None elsewhere."""
-    if not functions or not getattr(model, "budgets_by_role", False):
+    if not functions or not is_local(model):
         return None
     return model.bind(extra_body={"grammar": code_grammar(functions)})  # type: ignore[return-value]
 
@@ -177,7 +177,7 @@ def typed_answer_model(model: BaseChatModel) -> BaseChatModel | None:
     """``model`` constrained to ``TypedAnswer`` where the endpoint decodes under a JSON schema
     (the local llama.cpp server: ``response_format`` with a ``schema``); None elsewhere (the
     answer is then asked for in words and parsed)."""
-    if not getattr(model, "budgets_by_role", False):
+    if not is_local(model):
         return None
     fmt = {"type": "json_object", "schema": ANSWER_SCHEMA}
     return model.bind(extra_body={"response_format": fmt})  # type: ignore[return-value]
@@ -360,7 +360,6 @@ class CodeActExecutor:
     library: LibraryDemos | None = None  # the SOP's tool library, for demonstrations
     demos: int = DEFAULT_DEMOS
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
-    _locks: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
 
     def __post_init__(self) -> None:
         self.model = role_chat(self.model, "codeact")
@@ -369,13 +368,7 @@ class CodeActExecutor:
     async def decide(self, node: Node, ctx: ToolContext) -> Outcome:
         if self.model is None:
             raise Unavailable(NO_MODEL)
-        if not getattr(self.model, "budgets_by_role", False):
-            return await self._decide(node, ctx)
-        # The local server computes one request at a time and keeps the KV cache of the last
-        # prompt only: nodes of one layer that interleaved their turns would each read their
-        # whole prompt again on every turn. They take the model in turn instead.
-        lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
-        async with lock:
+        async with model_turn(self.model):  # the local model: one node's turns at a time
             return await self._decide(node, ctx)
 
     async def _decide(self, node: Node, ctx: ToolContext) -> Outcome:

@@ -30,6 +30,7 @@ from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.nodes.agent_middleware import ANSWER_TOOL, CallFirst, ForceAnswer, LoopGuard
 from sopgraph.nodes.codeact import NO_MODEL, message_text, model_label
+from sopgraph.nodes.local_turns import model_turn
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.prompts import subagent as texts
 from sopgraph.prompts.codeact import TypedAnswer
@@ -142,6 +143,10 @@ class SubAgentToolExecutor:
         self.max_turns = max_turns
 
     async def decide(self, node: Node, ctx: ToolContext) -> Outcome:
+        async with model_turn(self.model):  # the local model: one node's turns at a time
+            return await self._decide(node, ctx)
+
+    async def _decide(self, node: Node, ctx: ToolContext) -> Outcome:
         if self.model is None:
             raise Unavailable(NO_MODEL)
         try:

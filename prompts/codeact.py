@@ -228,15 +228,6 @@ def render_functions(specs: list[FunctionSpec]) -> str:
     return "\n".join(blocks)
 
 
-def example_call(specs: list[FunctionSpec]) -> str:
-    """A call of the most query-like function with placeholder arguments, for the prompt's example."""
-    if not specs:
-        return "None  # no function is available: answer no_data"
-    spec = next((s for s in specs if "query" in s.name), specs[0])
-    required = spec.input_schema.get("required") or []
-    return f"{spec.name}({', '.join(f'{name}=<{name}>' for name in required)})"
-
-
 def _compact(value: Any) -> str:
     if value in (None, "", {}, []):
         return "none"
@@ -257,9 +248,9 @@ def render_system_prompt(
     data: list[str] | None = None,
     demos: list[DemoRun] | None = None,
 ) -> str:
-    """The CodeAct system prompt for one node: the rules, the functions, the demonstrations
-    (other checks, on this input's data), then the check (what differs between nodes comes
-    last, so a local server reuses the shared beginning)."""
+    """The CodeAct system prompt for one node: the rules (the same for every node), the
+    functions, the demonstrations (other checks, on this input's data), then the check: what
+    differs between nodes comes last, so a local server reuses the shared beginning."""
     values = {
         "question": " ".join(question.split()),
         "site": site or "unknown",
@@ -269,7 +260,6 @@ def render_system_prompt(
         "parents": _compact(parents),
         "data": ", ".join(data or []) or "none",
         "functions": render_functions(functions),
-        "example": example_call(functions),
         "imports": ", ".join(imports),
         "max_turns": str(max_turns),
         "demos": render_demos(demos or [], timestamp),
