@@ -8,8 +8,9 @@ functions ``<server>_<tool>`` (and ``NOW``, the input's time, with two result he
 It looks before it answers: the prompt shows how the library's nearest other nodes read their
 data on this input (``nodes/codeact_demos``); an answer before any function was called is sent
 back once. Once a step has read data without an error, the next reply is the typed answer
-(``prompts.codeact.TypedAnswer``: verdict, observed, explanation), which a local model decodes
-under its JSON schema; on the last reply the answer is forced the same way. A local model's code
+(``prompts.codeact.MeasuredAnswer``: the value measured, the check's comparison and threshold,
+one sentence), which a local model decodes under its JSON schema and from which the host
+decides the verdict; on the last reply the answer is forced the same way. A local model's code
 replies are constrained too: a ```python block whose first statement calls one of the functions. It stops on the
 answer, on the turn budget, or on two replies with neither code nor an answer. A free-text
 ``ANSWER:`` (a hosted model, a scripted one) still becomes a Verdict through
@@ -174,7 +175,7 @@ def code_reply_model(model: BaseChatModel, functions: list[str]) -> BaseChatMode
 
 
 def typed_answer_model(model: BaseChatModel) -> BaseChatModel | None:
-    """``model`` constrained to ``TypedAnswer`` where the endpoint decodes under a JSON schema
+    """``model`` constrained to ``MeasuredAnswer`` where the endpoint decodes under a JSON schema
     (the local llama.cpp server: ``response_format`` with a ``schema``); None elsewhere (the
     answer is then asked for in words and parsed)."""
     if not is_local(model):

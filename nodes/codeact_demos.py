@@ -113,6 +113,8 @@ async def run_demo(entry: Entry, ctx: ToolContext) -> DemoRun | None:
         text=with_params(entry.text, params),
         calls=calls,
         compute=computation(check, seen, calls, ctx),
+        comparison=check.op,
+        threshold=Bound.threshold(check.threshold, ctx),
         verdict=verdict.value,
         observed=verdict.observed,
         explanation=verdict.explanation or "",

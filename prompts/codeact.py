@@ -34,9 +34,9 @@ LOOK_FIRST = (
 )
 ANSWER_NOW = (
     "Answer now with one JSON object: "
-    '{"verdict": "true" if the check holds, "false" if it does not, "no_data" only if the data '
-    'is missing; "observed": the measured value (a number, or null); "explanation": one short '
-    "sentence: what you measured and how it compares to the threshold}."
+    '{"observed": the value your code measured (a number; null only if the data is missing), '
+    '"comparison": how the check compares it with its threshold (">", ">=", "<", "<=" or "=="), '
+    '"threshold": the check\'s threshold (a number), "explanation": one short sentence}.'
 )
 DEMO_RESULT_CHARS = 400  # one recorded result, as a demonstration shows it
 
@@ -49,17 +49,44 @@ class TypedAnswer(BaseModel):
     explanation: str = Field("", max_length=300)
 
 
+COMPARISONS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b,
+               "<=": lambda a, b: a <= b, "==": lambda a, b: a == b}  # fmt: skip
+
+
+class MeasuredAnswer(BaseModel):
+    """What the CodeAct sub-agent answers: the number it measured and the comparison the check
+    makes. The host, not the model, turns it into the verdict (``verdict``): a small model
+    that reads 0.76 against "more than 3%" still writes "true" often enough to matter."""
+
+    observed: float | None = None
+    comparison: Literal[">", ">=", "<", "<=", "=="] | None = None
+    threshold: float | None = None
+    explanation: str = Field("", max_length=300)
+
+    def verdict(self) -> TypedAnswer:
+        """No value measured: ``no_data``; else ``observed <comparison> threshold``."""
+        if self.observed is None or self.comparison is None or self.threshold is None:
+            value = "no_data"
+        else:
+            value = (
+                "true" if COMPARISONS[self.comparison](self.observed, self.threshold) else "false"
+            )
+        return TypedAnswer(verdict=value, observed=self.observed, explanation=self.explanation)
+
+
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "verdict": {"enum": ["true", "false", "no_data"]},
         "observed": {"anyOf": [{"type": "number"}, {"type": "null"}]},
-        "explanation": {"type": "string", "maxLength": 160},
+        "comparison": {"enum": list(COMPARISONS)},
+        "threshold": {"type": "number"},
+        "explanation": {"type": "string", "maxLength": 120},
     },
-    "required": ["verdict", "observed", "explanation"],
+    "required": ["observed", "comparison", "threshold", "explanation"],
 }
-"""``TypedAnswer`` as the JSON schema llama.cpp decodes under (``explanation`` bounded by hand:
-a grammar spells each optional character out, ``nodes/models/_tool_format.MAX_GRAMMAR_REPEAT``)."""
+"""``MeasuredAnswer`` as the JSON schema llama.cpp decodes under (``explanation`` bounded by
+hand: a grammar spells each optional character out,
+``nodes/models/_tool_format.MAX_GRAMMAR_REPEAT``)."""
 
 
 def code_grammar(functions: list[str]) -> str:
@@ -75,13 +102,21 @@ def code_grammar(functions: list[str]) -> str:
 
 
 def parse_answer(text: str) -> TypedAnswer | None:
-    """The typed answer a reply holds (the first JSON object in it), or None."""
+    """The answer a reply holds (its first JSON object), as a verdict: a measured answer's
+    comparison decided here, or a verdict stated outright (a hosted or scripted model)."""
     start = (text or "").find("{")
     if start < 0:
         return None
     try:
         data, _ = json.JSONDecoder().raw_decode(text[start:])
-        if isinstance(data, dict) and isinstance(data.get("verdict"), bool):
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        if "verdict" not in data and "comparison" in data:
+            return MeasuredAnswer.model_validate(data).verdict()
+        if isinstance(data.get("verdict"), bool):
             data["verdict"] = "true" if data["verdict"] else "false"
         return TypedAnswer.model_validate(data)
     except ValueError:
@@ -128,6 +163,8 @@ class DemoRun(BaseModel):
     text: str
     calls: list[DemoCall]
     compute: list[str] = Field(default_factory=list)  # the Python from the results to the value
+    comparison: str = ""
+    threshold: Any = None
     verdict: str
     observed: Any = None
     explanation: str = ""
@@ -168,13 +205,13 @@ def render_demo(demo: DemoRun, now: str) -> str:
     if demo.compute:
         lines += demo.compute
         printed.append(_clipped(demo.observed))
-    answer = {"verdict": demo.verdict, "observed": demo.observed,
-              "explanation": " ".join(demo.explanation.split())}  # fmt: skip
+    answer = {"observed": demo.observed, "comparison": demo.comparison,
+              "threshold": demo.threshold, "explanation": " ".join(demo.explanation.split())}  # fmt: skip
     code = "\n".join(lines)
     return (
         f"Check: {demo.text}\n```python\n{code}\n```\nOutput:\n"
         + "\n".join(printed)
-        + f"\nAnswer: {json.dumps(answer, default=str)}"
+        + f"\nAnswer: {json.dumps(answer, default=str)} (so the verdict is {demo.verdict})"
     )
 
 

@@ -403,8 +403,25 @@ def test_a_local_models_code_reply_must_start_by_calling_a_function():
     llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp accepts it
 
 
+@shared_loop
+async def test_the_host_decides_the_verdict_from_the_measured_answer(pool):
+    measured = '{"observed": 0.76, "comparison": ">", "threshold": 3, "explanation": "yes"}'
+    model = _model(QUERY, measured)
+    node = _node()
+    outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
+    # the model's "yes" does not decide: 0.76 > 3 is false
+    assert outcome.verdict.value == "false" and outcome.verdict.observed == 0.76
+
+
 def test_typed_answer_parsing():
     from sopgraph.prompts.codeact import parse_answer
+
+    measured = '{"observed": 12, "comparison": "<=", "threshold": 8, "explanation": ""}'
+    assert parse_answer(measured).verdict == "false"
+    assert parse_answer(measured.replace("<=", ">")).verdict == "true"
+    assert (
+        parse_answer('{"observed": null, "comparison": ">", "threshold": 8}').verdict == "no_data"
+    )
 
     assert parse_answer('note {"verdict": true, "observed": 3}').verdict == "true"
     assert (

@@ -54,7 +54,7 @@ async def test_demonstrations_are_other_nodes_queries_on_this_input(fc_home, mon
             # the calls as the sub-agent writes them: its functions, NOW for the input's time
             assert "time=NOW" in text or "sql=" in text
             assert case.run_input["timestamp"] not in text.replace("NOW", "")
-            assert '"verdict"' in text and "```python" in text
+            assert '"comparison"' in text and "so the verdict is" in text and "```python" in text
             # each demonstration computes its value from its results, as its spec does
             assert all(d.compute[-2:][-1] == "print(value)" for d in demos)
 
