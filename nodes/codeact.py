@@ -10,7 +10,9 @@ data on this input (``nodes/codeact_demos``); an answer before any function was 
 back once. Once a step has read data without an error, the next reply is the typed answer
 (``prompts.codeact.MeasuredAnswer``: the value measured, the check's comparison and threshold,
 one sentence), which a local model decodes under its JSON schema and from which the host
-decides the verdict; on the last reply the answer is forced the same way. A local model's code
+decides the verdict; where the check's text states its comparison ("more than 5%") the host
+takes it from the text, and the schema fixes it. On the last reply the answer is forced the
+same way; code identical to an earlier step's is not run again, and the answer is then due. A local model's code
 replies are constrained too: a ```python block whose first statement calls one of the functions. It stops on the
 answer, on the turn budget, or on two replies with neither code nor an answer. A free-text
 ``ANSWER:`` (a hosted model, a scripted one) still becomes a Verdict through
@@ -54,14 +56,17 @@ from sopgraph.prompts.codeact import (
     ANSWER_SCHEMA,
     LOOK_FIRST,
     NUDGE_FORMAT,
+    REPEATED_CODE,
     FunctionSpec,
     TypedAnswer,
+    answer_schema,
     code_grammar,
     parse_answer,
     prelude,
     render_answer_turn,
     render_observation,
     render_system_prompt,
+    stated_comparison,
 )
 from sopgraph.prompts.envelope import role_chat
 from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
@@ -158,6 +163,7 @@ class CodeActRun:
     answer_model: BaseChatModel | None = None  # the model under the typed answer's grammar
     code_model: BaseChatModel | None = None  # the model under the code reply's grammar
     prelude: str = ""  # code run before the model's: NOW and the result helpers
+    stated: tuple[str, float] | None = None  # the comparison the check's text states
 
 
 def reads_data(tool: str | None) -> bool:
@@ -174,13 +180,15 @@ def code_reply_model(model: BaseChatModel, functions: list[str]) -> BaseChatMode
     return model.bind(extra_body={"grammar": code_grammar(functions)})  # type: ignore[return-value]
 
 
-def typed_answer_model(model: BaseChatModel) -> BaseChatModel | None:
+def typed_answer_model(
+    model: BaseChatModel, schema: dict[str, Any] | None = None
+) -> BaseChatModel | None:
     """``model`` constrained to ``MeasuredAnswer`` where the endpoint decodes under a JSON schema
     (the local llama.cpp server: ``response_format`` with a ``schema``); None elsewhere (the
     answer is then asked for in words and parsed)."""
     if not is_local(model):
         return None
-    fmt = {"type": "json_object", "schema": ANSWER_SCHEMA}
+    fmt = {"type": "json_object", "schema": schema or ANSWER_SCHEMA}
     return model.bind(extra_body={"response_format": fmt})  # type: ignore[return-value]
 
 
@@ -232,7 +240,7 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         "messages": [AIMessage(content=text)],
         "answer_due": False,
     }
-    typed = parse_answer(text) if answering else None
+    typed = parse_answer(text, run.stated) if answering else None
     code = None if typed is not None else extract_code(text)
     final = typed is not None or (code is None and is_final_answer(text))
     if final and not state.get("looked", False) and run.functions:
@@ -266,6 +274,15 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
 async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, Any]:
     run = runtime.context
     code, turn = state.get("pending") or "", state.get("turns", 0)
+    if any(step["code"] == code for step in state.get("code", [])):
+        # the same code again would fail (or print) the same: not run; the answer is due
+        looked = state.get("looked", False)
+        last = run.max_turns - turn <= 1
+        if looked:
+            text = render_answer_turn(REPEATED_CODE, None, last, run.stated)
+        else:
+            text = render_observation(REPEATED_CODE, None, run.max_turns - turn)
+        return {"pending": None, "answer_due": looked, "messages": [HumanMessage(content=text)]}
     try:
         result = await run_code(run.prelude + code, run.functions, run.limits)
     except SandboxUnavailable as exc:
@@ -304,7 +321,7 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
     due = result.ok and read
     looked = state.get("looked", False) or bool(calls)
     if due or (looked and run.max_turns - turn <= 1):
-        observation = render_answer_turn(shown, error, last=run.max_turns - turn <= 1)
+        observation = render_answer_turn(shown, error, run.max_turns - turn <= 1, run.stated)
     else:
         observation = render_observation(shown, error, run.max_turns - turn)
     return {
@@ -389,9 +406,11 @@ class CodeActExecutor:
             data=node.data,
             demos=demos,
         )
+        stated = stated_comparison(ctx.text or node.text)
         run = CodeActRun(
             self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
-            answer_model=typed_answer_model(self.model), prelude=prelude(ctx.timestamp),
+            answer_model=typed_answer_model(self.model, answer_schema(stated)),
+            prelude=prelude(ctx.timestamp), stated=stated,
             code_model=code_reply_model(self.model, list(specs)),
         )  # fmt: skip
         state: CodeActState = {

@@ -63,8 +63,11 @@ class MeasuredAnswer(BaseModel):
     threshold: float | None = None
     explanation: str = Field("", max_length=300)
 
-    def verdict(self) -> TypedAnswer:
-        """No value measured: ``no_data``; else ``observed <comparison> threshold``."""
+    def verdict(self, stated: tuple[str, float] | None = None) -> TypedAnswer:
+        """No value measured: ``no_data``; else ``observed <comparison> threshold``, with the
+        comparison the check's text states (``stated``) over the model's own."""
+        if stated is not None:
+            self = self.model_copy(update={"comparison": stated[0], "threshold": stated[1]})
         if self.observed is None or self.comparison is None or self.threshold is None:
             value = "no_data"
         else:
@@ -72,6 +75,42 @@ class MeasuredAnswer(BaseModel):
                 "true" if COMPARISONS[self.comparison](self.observed, self.threshold) else "false"
             )
         return TypedAnswer(verdict=value, observed=self.observed, explanation=self.explanation)
+
+
+_NUM = r"(-?\d+(?:\.\d+)?)"
+STATED = (  # how an SOP's text states a check's comparison, each with the number it names
+    (r"\b(?:more than|greater than|higher than|above|exceeds?|exceeding)\s+" + _NUM, ">"),
+    (r"\bat least\s+" + _NUM, ">="),
+    (_NUM + r"\s+or more\b", ">="),
+    (r"\b(?:less than|fewer than|lower than|below|under)\s+" + _NUM, "<"),
+    (r"\b(?:at most|no more than|up to)\s+" + _NUM, "<="),
+    (r"\bwithin(?: the last)?\s+" + _NUM, "<="),
+)
+
+
+def stated_comparison(text: str) -> tuple[str, float] | None:
+    """The comparison and threshold the check's text states first ("more than 5%": ``(">",
+    5.0)``; "at least 3 stations ... above 6%": ``(">=", 3.0)``), or None when it states none
+    ("a ticket is open"). Read from the text with its parameters filled in."""
+    low = " ".join((text or "").lower().split())
+    found = []
+    for pattern, op in STATED:
+        match = re.search(pattern, low)
+        if match:
+            found.append((match.start(), op, float(match.group(1))))
+    if not found:
+        return None
+    _, op, number = min(found)
+    return op, number
+
+
+def answer_schema(stated: tuple[str, float] | None = None) -> dict[str, Any]:
+    """``ANSWER_SCHEMA``, with the comparison and threshold fixed where the text states them."""
+    if stated is None:
+        return ANSWER_SCHEMA
+    props = {**ANSWER_SCHEMA["properties"], "comparison": {"const": stated[0]},
+             "threshold": {"const": stated[1]}}  # fmt: skip
+    return {**ANSWER_SCHEMA, "properties": props}
 
 
 ANSWER_SCHEMA: dict[str, Any] = {
@@ -101,9 +140,10 @@ def code_grammar(functions: list[str]) -> str:
     ])  # fmt: skip
 
 
-def parse_answer(text: str) -> TypedAnswer | None:
+def parse_answer(text: str, stated: tuple[str, float] | None = None) -> TypedAnswer | None:
     """The answer a reply holds (its first JSON object), as a verdict: a measured answer's
-    comparison decided here, or a verdict stated outright (a hosted or scripted model)."""
+    comparison decided here (the text's own, ``stated``, where it states one), or a verdict
+    stated outright (a hosted or scripted model)."""
     start = (text or "").find("{")
     if start < 0:
         return None
@@ -115,7 +155,7 @@ def parse_answer(text: str) -> TypedAnswer | None:
         return None
     try:
         if "verdict" not in data and "comparison" in data:
-            return MeasuredAnswer.model_validate(data).verdict()
+            return MeasuredAnswer.model_validate(data).verdict(stated)
         if isinstance(data.get("verdict"), bool):
             data["verdict"] = "true" if data["verdict"] else "false"
         return TypedAnswer.model_validate(data)
@@ -315,10 +355,20 @@ def render_observation(stdout: str, error: str | None, turns_left: int) -> str:
     return "\n\n".join(parts)
 
 
-def render_answer_turn(stdout: str, error: str | None, last: bool) -> str:
-    """The observation of a step that read data, followed by the request for the typed answer."""
+REPEATED_CODE = (
+    "This is the code you already ran (it was not run again): change it to read the data "
+    "another way, or answer."
+)
+
+
+def render_answer_turn(
+    stdout: str, error: str | None, last: bool, stated: tuple[str, float] | None = None
+) -> str:
+    """The observation of a step that read data, followed by the request for the typed answer
+    (with the comparison the check's text states, when it states one)."""
     parts = [f"Output:\n{stdout.rstrip() or '(nothing printed)'}"]
     if error:
         parts.append(f"Error:\n{error.rstrip()}")
-    parts.append((LAST_TURN + " " if last else "") + ANSWER_NOW)
+    note = f" The check is: observed {stated[0]} {stated[1]:g}." if stated else ""
+    parts.append((LAST_TURN + " " if last else "") + ANSWER_NOW + note)
     return "\n\n".join(parts)

@@ -137,7 +137,9 @@ async def test_turn_budget_exhausted_is_unresolved_with_a_reason(pool):
 
     assert outcome.verdict is None
     assert outcome.error == "codeact: turn budget of 3 model replies exhausted without an answer"
-    assert outcome.detail["turns"] == 3 and len(outcome.detail["code"]) == 2
+    # the same code again is not run: it is told so, and that the answer is due
+    assert outcome.detail["turns"] == 3 and len(outcome.detail["code"]) == 1
+    assert "already ran (it was not run again)" in model.seen[2][-1].content
     assert "last reply" in model.seen[2][-1].content  # it was told to answer on its last turn
     assert outcome.detail["input_tokens"] > 0  # a failure's tokens still count
 
@@ -411,6 +413,24 @@ async def test_the_host_decides_the_verdict_from_the_measured_answer(pool):
     outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
     # the model's "yes" does not decide: 0.76 > 3 is false
     assert outcome.verdict.value == "false" and outcome.verdict.observed == 0.76
+
+
+def test_the_comparison_the_text_states_is_the_hosts():
+    from sopgraph.prompts.codeact import answer_schema, parse_answer, stated_comparison
+
+    assert stated_comparison("More than 5% of the station's labels failed") == (">", 5.0)
+    assert stated_comparison("At least 3 stations each failed more than 3% of reads") == (">=", 3.0)
+    assert stated_comparison("The lens was cleaned within the last 8 hours") == ("<=", 8.0)
+    assert stated_comparison("Vacuum averaged below 58 kPa over the last 30 minutes") == ("<", 58.0)
+    assert stated_comparison("A ticket for this robot was already open") is None
+    schema = answer_schema((">", 5.0))
+    assert schema["properties"]["comparison"] == {"const": ">"}
+    assert schema["properties"]["threshold"] == {"const": 5.0}
+    # the model's own comparison does not decide where the text states one
+    said = '{"observed": 0.02, "comparison": "<", "threshold": 5, "explanation": ""}'
+    assert (
+        parse_answer(said).verdict == "true" and parse_answer(said, (">", 5.0)).verdict == "false"
+    )
 
 
 def test_typed_answer_parsing():
