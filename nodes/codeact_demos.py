@@ -129,7 +129,8 @@ ACROSS = {"count": "len({x})", "sum": "sum({x})", "max": "max({x})", "min": "min
 def computation(check: Check, seen: dict[str, Any], calls: list[DemoCall], ctx: Any) -> list[str]:
     """The Python that turns the demonstration's results into its value, as the spec computes
     it: a series measurement from ``series_values`` (scaled, kept, reduced across series), a
-    table one from the row that holds its number; then the value's formula."""
+    table one from the row that holds its number; then the value's formula. Empty when a
+    measurement is neither (the demonstration then prints every result)."""
     lines = []
     for name, m in check.measures.items():
         if name not in seen or not isinstance(seen[name], dict):
@@ -146,10 +147,11 @@ def computation(check: Check, seen: dict[str, Any], calls: list[DemoCall], ctx: 
             lines.append(f"{name} = {ACROSS[m.across].format(x=x)}")
             continue
         cell = _cell(calls[at - 1].result, value) if at is not None else None
-        if cell is not None:
-            lines.append(f"{name} = table_rows(r{at})[0][{cell!r}]")
-        else:
-            lines.append(f"{name} = {value!r}" + (f"  # read from r{at}" if at else ""))
+        if cell is None:
+            # a ratio, an age, a counter's steps: the results are shown instead of a line the
+            # model would copy with the number in it
+            return []
+        lines.append(f"{name} = table_rows(r{at})[0][{cell!r}]")
     scale = f" * {check.scale:g}" if check.scale != 1 else ""
     lines.append(f"value = {check.value}{scale}")
     lines.append("print(value)")

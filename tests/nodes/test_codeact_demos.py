@@ -33,6 +33,7 @@ async def test_demonstrations_are_other_nodes_queries_on_this_input(fc_home, mon
     store = ParamStore(sop, SOP_DIR)
     library = LibraryDemos(Registry(SOP_DIR / "tools"))
     pool_by_node = {e.node: e for e in library.pool()}
+    computed = []
     async with McpPool(load_server_configs(SOP_DIR)) as pool:
         for node_id in NODES:
             node = sop.nodes[node_id]
@@ -55,8 +56,10 @@ async def test_demonstrations_are_other_nodes_queries_on_this_input(fc_home, mon
             assert "time=NOW" in text or "sql=" in text
             assert case.run_input["timestamp"] not in text.replace("NOW", "")
             assert '"comparison"' in text and "so the verdict is" in text and "```python" in text
-            # each demonstration computes its value from its results, as its spec does
-            assert all(d.compute[-2:][-1] == "print(value)" for d in demos)
+            # a demonstration computes its value from its results as its spec does, or prints them
+            assert all(d.compute[-1:] in ([], ["print(value)"]) for d in demos)
+            computed += [d.node for d in demos if d.compute]
+    assert computed  # the metric checks' demonstrations show their computation
 
 
 def test_a_spread_demonstration_counts_the_series_it_keeps():
