@@ -1,8 +1,9 @@
 """The CodeAct sub-agent's demonstrations: how the library's nearest other nodes read their data.
 
 For a node the sub-agent decides, the ``k`` library nodes nearest to it (``tools/similar``:
-never its own tool, never one that reads a metric or column its own data hints name) run their
-spec on this input, with every MCP call they make recorded. The sub-agent is shown each call as
+never its own tool; one that reads the same metric, a sibling check on another window or
+device, is fair: the library holds it when this node's tool is missing) run their spec on
+this input, with every MCP call they make recorded. The sub-agent is shown each call as
 the Python it would write (``robotics_execute_query(query=..., time=NOW)``), what came back and
 the verdict the spec reached: real queries against this input's data, with the data's own
 result shapes, for other checks. A demonstration that fails to run (it needs an input field
@@ -76,7 +77,7 @@ class LibraryDemos:
         """Up to ``k`` demonstrations run on ``ctx``'s input (fewer when one fails to run)."""
         if k <= 0 or ctx.mcp is None:
             return []
-        ranked = nearest(self.pool(), node.text, list(node.data), MAX_TRIED, node.id)
+        ranked = nearest(self.pool(), node.text, list(node.data), MAX_TRIED, node.id, copies=True)
         out = []
         for entry in ranked:  # the next nearest stands in for one this input cannot run
             demo = await run_demo(entry, ctx)

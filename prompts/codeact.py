@@ -231,6 +231,15 @@ def _clipped(value: Any) -> str:
     return text if len(text) <= DEMO_RESULT_CHARS else text[: DEMO_RESULT_CHARS - 1] + "…"
 
 
+def _sentence(demo: DemoRun) -> str:
+    """A demonstration's explanation in words (the spec's own is code-like, and the model
+    copied it into f-strings that did not parse)."""
+    if demo.observed is None:
+        return "no value was measured"
+    holds = "holds" if demo.verdict == "true" else "does not hold"
+    return f"measured {demo.observed:g}; {demo.comparison} {demo.threshold:g} {holds}"
+
+
 def render_demo(demo: DemoRun, now: str) -> str:
     """One demonstration: its calls, the rows it read (a table's shape), the computation of its
     value (when known, else every result printed), what that printed and the typed answer."""
@@ -246,7 +255,7 @@ def render_demo(demo: DemoRun, now: str) -> str:
         lines += demo.compute
         printed.append(_clipped(demo.observed))
     answer = {"observed": demo.observed, "comparison": demo.comparison,
-              "threshold": demo.threshold, "explanation": " ".join(demo.explanation.split())}  # fmt: skip
+              "threshold": demo.threshold, "explanation": _sentence(demo)}  # fmt: skip
     code = "\n".join(lines)
     return (
         f"Check: {demo.text}\n```python\n{code}\n```\nOutput:\n"

@@ -2,10 +2,11 @@
 
 Every node of an SOP whose active tool is a spec is a candidate; a node's nearest are ranked
 by the overlap of their words (node text, data hints; TF-IDF cosine). Never the node's own
-tool, never one that takes the same measurement (a metric or column the node's own data hints
-name: the copies a library accumulates). The tool-maker shows them as spec demonstrations
-(``tools/toolmaker/demos.py``), the CodeAct sub-agent as the queries they make
-(``nodes/codeact_demos.py``).
+tool. The tool-maker, whose output is judged against labeled cases, never sees one that takes
+the same measurement either (a metric or column the node's own data hints name: the copies a
+library accumulates) and shows the rest as spec demonstrations (``tools/toolmaker/demos.py``);
+the CodeAct sub-agent, which decides a node at run time with what the library holds, may see
+them (``copies=True``), as the queries they make (``nodes/codeact_demos.py``).
 
 Example:
     >>> pool = library_specs(sop, registry)                                  # doctest: +SKIP
@@ -83,10 +84,15 @@ def library_specs(sop: Sop, registry: Registry, kind: type[E] = Entry) -> list[E
     return out
 
 
-def nearest(pool: list[E], text: str, data: list[str], k: int, exclude_node: str) -> list[E]:
-    """The ``k`` entries most similar to (text, data), leaving out the node and its copies."""
+def nearest(
+    pool: list[E], text: str, data: list[str], k: int, exclude_node: str, copies: bool = False
+) -> list[E]:
+    """The ``k`` entries most similar to (text, data), leaving out the node and (unless
+    ``copies``) the entries that read a metric or column its data hints name."""
     hinted = {d.split(".", 1)[-1] for d in data}
-    allowed = [d for d in pool if d.node != exclude_node and not (reads(d.spec) & hinted)]
+    allowed = [
+        d for d in pool if d.node != exclude_node and (copies or not (reads(d.spec) & hinted))
+    ]
     docs = [words(d.text + " " + " ".join(d.data)) for d in allowed]
     df = Counter(w for doc in docs for w in set(doc))
     n = len(docs) + 1
