@@ -83,17 +83,28 @@ def test_optimizer_before_and_after_replay(name):
         assert _answers(out[key]) == _answers(live[key])
 
 
-@pytest.mark.parametrize(
-    "command", [("model", "triage"), ("eval", "triage", "--arch", "codeact")], ids=" ".join
-)
-def test_codeact_triage_replays(fc_home, command):  # noqa: F811
-    """The live run (``model triage``; ``eval triage --arch codeact`` is the same run) replays alike."""
-    live = _live("triage_codeact")
-    cmd, *args = command
-    out = _replay("triage_codeact", *args, "--alarms", str(live["n"]), home=fc_home, command=cmd)
+TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after --skip
+    "triage_codeact": ("model", "triage", "--arch", "codeact"),
+    "triage_codeact_eval": ("eval", "triage", "--arch", "codeact"),  # the same run, eval's command
+    "triage_codeact_more1": ("model", "triage", "--arch", "codeact", "--skip", "12"),
+    "triage_codeact_more2": ("model", "triage", "--arch", "codeact", "--skip", "24"),
+    "triage_subagent": ("model", "triage", "--arch", "subagent"),
+    "triage_subagent_more1": ("model", "triage", "--arch", "subagent", "--skip", "12"),
+    "triage_subagent_more2": ("model", "triage", "--arch", "subagent", "--skip", "24"),
+}
+
+
+@pytest.mark.parametrize("run", list(TRIAGE_RUNS))
+def test_model_triage_replays(fc_home, run):  # noqa: F811
+    """Each live triage run (CodeAct, sub-agent) replays alike, figure for figure."""
+    name = run.removesuffix("_eval")
+    live = _live(name)
+    cmd, *args = TRIAGE_RUNS[run]
+    out = _replay(name, *args, "--alarms", str(live["n"]), home=fc_home, command=cmd)
     _check_replayed(out)
     assert out["sample"] == live["sample"]
-    for key in ("accuracy", "unresolved_alarms", "llm_tokens_per_alarm"):
+    for key in ("accuracy", "unresolved_alarms", "llm_tokens_per_alarm", "node_verdict_acc",
+                "baseline_all_false"):  # fmt: skip
         assert out[key] == live[key], key
     got = [(a["alarm_id"], a["correct"], a["status"], a["tokens"]) for a in out["per_alarm"]]
     want = [(a["alarm_id"], a["correct"], a["status"], a["tokens"]) for a in live["per_alarm"]]
