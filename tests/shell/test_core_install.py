@@ -118,3 +118,19 @@ def test_a_command_that_needs_an_extra_says_which_in_one_line(
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"pip install 'sopgraph[{extra}]'" in done.stderr, done.stderr
+
+
+def test_the_package_carries_every_example_file(core):
+    """Every file of the checkout's examples is in the installed package (the ABCD intents and
+    the enterprise data sit a level deeper than the triage SOP's files)."""
+    bin_dir, env = core
+    tracked = _run(["git", "ls-files", "examples"], cwd=REPO).stdout.split()
+    wanted = [t.removeprefix("examples/") for t in tracked if not t.endswith(".pyc")]
+    code = (
+        "import json, pathlib, sys, sopgraph.examples as e; root = pathlib.Path(e.__file__).parent;"
+        "print(json.dumps([w for w in json.load(sys.stdin) if not (root / w).is_file()]))"
+    )
+    done = _run(
+        [bin_dir / "python", "-c", code], input=json.dumps(wanted), env=env, cwd=REPO.parent
+    )
+    assert json.loads(done.stdout) == []
