@@ -73,8 +73,19 @@ EVAL_RUNS = {
 SAME = ("passed", "eval_pass", "train_pass", "best_round", "rounds", "tokens", "notes")
 
 
+# sop+d+r's makes read traces of the CodeAct collector; the CodeAct sub-agent's prompts changed
+# when it learned to look before it answers (issue 26: demonstrations, NOW, the typed answer),
+# so that run's exchanges no longer match what the legacy pipeline asks. Its published rows stay
+# in toolmaker_eval.json as the record of that run; replaying it needs a live re-record.
+STALE = {"sop+d+r": "recorded with the pre-issue-26 CodeAct collector, whose prompts changed"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("config", list(EVAL_RUNS))
+@pytest.mark.parametrize(
+    "config",
+    [pytest.param(c, marks=pytest.mark.skip(reason=STALE[c])) if c in STALE else c
+     for c in EVAL_RUNS],
+)  # fmt: skip
 def test_the_live_toolmaker_evaluation_replays_to_its_published_rows(
     config,
     fc_home,  # noqa: F811 - the fixture imported above
