@@ -277,11 +277,7 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
     if any(step["code"] == code for step in state.get("code", [])):
         # the same code again would fail (or print) the same: not run; the answer is due
         looked = state.get("looked", False)
-        last = run.max_turns - turn <= 1
-        if looked:
-            text = render_answer_turn(REPEATED_CODE, None, last, run.stated)
-        else:
-            text = render_observation(REPEATED_CODE, None, run.max_turns - turn)
+        text = _observe(run, turn, REPEATED_CODE, None, answer=looked)
         return {"pending": None, "answer_due": looked, "messages": [HumanMessage(content=text)]}
     try:
         result = await run_code(run.prelude + code, run.functions, run.limits)
@@ -320,10 +316,7 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
     read = any(c["error"] is None and reads_data(c["tool"]) for c in calls)
     due = result.ok and read
     looked = state.get("looked", False) or bool(calls)
-    if due or (looked and run.max_turns - turn <= 1):
-        observation = render_answer_turn(shown, error, run.max_turns - turn <= 1, run.stated)
-    else:
-        observation = render_observation(shown, error, run.max_turns - turn)
+    observation = _observe(run, turn, shown, error, due or (looked and run.max_turns - turn <= 1))
     return {
         "pending": None,
         "code": [step],
@@ -332,6 +325,14 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
         "answer_due": due,
         "messages": [HumanMessage(content=observation)],
     }
+
+
+def _observe(run: CodeActRun, turn: int, stdout: str, error: str | None, answer: bool) -> str:
+    """What the model is shown after a step: the output, then the request for the typed
+    answer when it is due, else the turns left."""
+    if answer:
+        return render_answer_turn(stdout, error, run.max_turns - turn <= 1, run.stated)
+    return render_observation(stdout, error, run.max_turns - turn)
 
 
 def _after_think(state: CodeActState) -> str:

@@ -354,11 +354,17 @@ def render_system_prompt(
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), TEMPLATE)
 
 
-def render_observation(stdout: str, error: str | None, turns_left: int) -> str:
-    """What the model is shown after its code ran."""
+def _output(stdout: str, error: str | None) -> list[str]:
+    """What a step printed, and its error if any."""
     parts = [f"Output:\n{stdout.rstrip() or '(nothing printed)'}"]
     if error:
         parts.append(f"Error:\n{error.rstrip()}")
+    return parts
+
+
+def render_observation(stdout: str, error: str | None, turns_left: int) -> str:
+    """What the model is shown after its code ran."""
+    parts = _output(stdout, error)
     if turns_left <= 1:
         parts.append(LAST_TURN)
     return "\n\n".join(parts)
@@ -375,9 +381,7 @@ def render_answer_turn(
 ) -> str:
     """The observation of a step that read data, followed by the request for the typed answer
     (with the comparison the check's text states, when it states one)."""
-    parts = [f"Output:\n{stdout.rstrip() or '(nothing printed)'}"]
-    if error:
-        parts.append(f"Error:\n{error.rstrip()}")
+    parts = _output(stdout, error)
     note = f" The check is: observed {stated[0]} {stated[1]:g}." if stated else ""
     parts.append((LAST_TURN + " " if last else "") + ANSWER_NOW + note)
     return "\n\n".join(parts)
