@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextvars
 import json
@@ -76,6 +77,7 @@ NO_MODEL = "no model configured for the CodeAct sub-agent: set SOPGRAPH_MODEL (e
 OBSERVATION_CHARS = (
     2000  # printed output shown back per turn: the local model reads ~20-46 tokens/s
 )
+SAMPLE_TEMPERATURE = 0.5
 TRACE_CHARS = 20_000  # one MCP result or stdout kept in the trace
 START_MESSAGE = "Decide the check. Start with a ```python code block."
 _CODE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
@@ -164,6 +166,69 @@ class CodeActRun:
     code_model: BaseChatModel | None = None  # the model under the code reply's grammar
     prelude: str = ""  # code run before the model's: NOW and the result helpers
     stated: tuple[str, float] | None = None  # the comparison the check's text states
+    text: str = ""  # the check's text, its parameters filled in
+    # the check's data hints (``server.metric``, ``server.table.column``)
+    hints: tuple[str, ...] = ()
+    samples: int = 0  # other code replies sampled when ``review`` finds a problem in one
+
+
+def hinted_names(hints: tuple[str, ...] | list[str]) -> list[str]:
+    """The names a query of the hinted data writes: a hint's parts after its server
+    (``ops.maintenance_log.performed_at``: ``maintenance_log``, ``performed_at``)."""
+    names: list[str] = []
+    for hint in hints:
+        for part in hint.split(".")[1:]:
+            if part and part not in names:
+                names.append(part)
+    return names
+
+
+def _parsed(code: str) -> ast.AST | None:
+    try:
+        return ast.parse(code)
+    except SyntaxError:
+        return None
+
+
+def _numbers(tree: ast.AST) -> set[float]:
+    return {float(n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and isinstance(n.value, int | float) and not isinstance(n.value, bool)}  # fmt: skip
+
+
+def _reads_called(tree: ast.AST, run: CodeActRun) -> bool:
+    """Whether the code calls one of the functions that read data (not the catalog)."""
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+              and isinstance(n.func, ast.Name) and n.func.id in run.functions}  # fmt: skip
+    return any(reads_data(run.specs[f].tool if f in run.specs else f) for f in called)
+
+
+def _mentions(code: str, name: str) -> bool:
+    """Whether ``code`` names every word of ``name``: a hint names a family of columns too
+    (``belt_fill``: ``belt_nw_fill_ratio``)."""
+    low = code.lower()
+    return all(word in low for word in name.lower().split("_") if word)
+
+
+def review(code: str, run: CodeActRun) -> str | None:
+    """Why ``code`` should not run as it is (another reply is sampled), or None. Two checks
+    the host makes from the SOP itself: code that reads data must read at least one of the check's hinted
+    data (a look at the catalog is free), and it must not use the check's own threshold (the
+    code measures; the comparison with the threshold is the host's, from the typed answer).
+    A threshold the text names twice (``at least 3 stations each above 3%``) is also a cut
+    inside the measurement, so it is allowed, as are 0 and 1. Code that does not parse runs,
+    and its error goes back."""
+    tree = _parsed(code)
+    if tree is None:
+        return None
+    names = hinted_names(run.hints)
+    if names and _reads_called(tree, run) and not any(_mentions(code, n) for n in names):
+        return f"reads none of the check's data ({', '.join(names)})"
+    if run.stated is not None:
+        op, threshold = run.stated
+        mentions = re.findall(rf"(?<![\d.]){re.escape(f'{threshold:g}')}(?![\d])", run.text)
+        if threshold not in (0.0, 1.0) and len(mentions) < 2 and threshold in _numbers(tree):
+            return f"uses the check's threshold {threshold:g} (the host compares: observed {op} {threshold:g})"
+    return None
 
 
 def reads_data(tool: str | None) -> bool:
@@ -208,10 +273,62 @@ class CodeActState(TypedDict, total=False):
     looked: bool  # a function was called (successfully or not)
     answer_due: bool  # the last step read data: the next reply is the typed answer
     unlooked: int  # answers sent back for being given before any function was called
+    resampled: Annotated[list[dict[str, Any]], operator.add]  # code replies ``review`` sent back
+    prepared: dict[str, Any] | None  # what the chosen sample ran (``_execute``), for ``act``
 
 
 def _budget(n: int) -> str:
     return f"turn budget of {n} model replies exhausted without an answer"
+
+
+async def _ask(run: CodeActRun, model: Any, messages: list[BaseMessage]) -> tuple[str, int, int]:
+    """One model reply: its text and its input and output tokens."""
+    with chat_span(run.label) as span:
+        reply = await model.ainvoke(messages)
+        usage = getattr(reply, "usage_metadata", None) or {}
+        n_in, n_out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        record_usage(span, n_in, n_out, model=run.label)
+    # a lone surrogate (JSON's "\ud800" from an endpoint) could be neither run nor stored
+    return serialisable(message_text(reply)), n_in, n_out
+
+
+def _last_line(error: str) -> str:
+    """The exception line of a traceback (not the sandbox's ``(error: ...)`` note)."""
+    lines = [x for x in error.splitlines() if x.strip() and not x.startswith("(")]
+    return lines[-1].strip() if lines else error.strip()
+
+
+async def _resample(
+    run: CodeActRun, model: Any, messages: list[BaseMessage], problem: str, turn: int
+) -> tuple[str | None, dict[str, Any] | None, int, int, dict[str, Any]]:
+    """Code that ``review`` found a problem in is not run as it is: up to ``run.samples``
+    other replies are sampled (temperature, a seed each: the same requests replay), and the
+    first whose code passes the review, runs without an error and reads data is chosen, with
+    what it ran (``_execute``). (None, None, ...) when none does: the first reply then runs.
+    Only the chosen code's calls reach the trace; a sample that failed is in ``resampled``."""
+    record: dict[str, Any] = {"turn": turn, "problems": [problem], "chosen": None}
+    n_in = n_out = 0
+    for seed in range(1, run.samples + 1):
+        try:
+            text, i, o = await _ask(run, model.bind(temperature=SAMPLE_TEMPERATURE, seed=seed),
+                                    messages)  # fmt: skip
+        except Exception:  # noqa: BLE001 - a failed sample is one fewer candidate
+            break
+        n_in, n_out = n_in + i, n_out + o
+        code = extract_code(text)
+        found = review(code, run) if code is not None else "no code block"
+        ran = None
+        if found is None:
+            try:
+                ran = await _execute(run, code or "", turn)
+            except SandboxUnavailable:
+                break
+            if not (ran["step"]["ok"] and ran["read"]):
+                found = "failed: " + _last_line(ran["step"]["error"] or "it read no data")
+        if found is None:
+            return text, ran, n_in, n_out, {**record, "chosen": seed, "samples": seed}
+        record["problems"].append(found)
+    return None, None, n_in, n_out, {**record, "samples": len(record["problems"]) - 1}
 
 
 async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, Any]:
@@ -221,17 +338,20 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         turns >= run.max_turns and state.get("looked", False)
     )
     model = (run.answer_model if answering else run.code_model) or run.model
-    with chat_span(run.label) as span:
-        try:
-            reply = await model.ainvoke(state["messages"])
-        except Exception as exc:  # noqa: BLE001 - a dead endpoint ends the loop with a reason
-            first = serialisable((str(exc).splitlines() or [""])[0][:300])
-            return {"stop": f"model call failed: {type(exc).__name__}: {first}"}
-        usage = getattr(reply, "usage_metadata", None) or {}
-        n_in, n_out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-        record_usage(span, n_in, n_out, model=run.label)
-    # a lone surrogate (JSON's "\ud800" from an endpoint) could be neither run nor stored
-    text = serialisable(message_text(reply))
+    try:
+        text, n_in, n_out = await _ask(run, model, state["messages"])
+        resampled = []
+        code = None if answering else extract_code(text)
+        problem = review(code, run) if code is not None and run.samples else None
+        prepared = None
+        if problem is not None:
+            found = await _resample(run, model, state["messages"], problem, turns)
+            other, prepared, i, o, record = found
+            n_in, n_out, resampled = n_in + i, n_out + o, [record]
+            text = other or text
+    except Exception as exc:  # noqa: BLE001 - a dead endpoint ends the loop with a reason
+        first = serialisable((str(exc).splitlines() or [""])[0][:300])
+        return {"stop": f"model call failed: {type(exc).__name__}: {first}"}
     update: dict[str, Any] = {
         "turns": turns,
         "input_tokens": state.get("input_tokens", 0) + n_in,
@@ -239,6 +359,8 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         "replies": [text],
         "messages": [AIMessage(content=text)],
         "answer_due": False,
+        "resampled": resampled,
+        "prepared": None if answering else prepared,
     }
     typed = parse_answer(text, run.stated) if answering else None
     code = None if typed is not None else extract_code(text)
@@ -279,10 +401,31 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
         looked = state.get("looked", False)
         text = _observe(run, turn, REPEATED_CODE, None, answer=looked)
         return {"pending": None, "answer_due": looked, "messages": [HumanMessage(content=text)]}
-    try:
-        result = await run_code(run.prelude + code, run.functions, run.limits)
+    prepared = state.get("prepared")
+    try:  # a sample verified in ``think`` has already run: its result is used
+        ran = prepared if prepared and prepared["step"]["code"] == code else None
+        ran = ran or await _execute(run, code, turn)
     except SandboxUnavailable as exc:
         return {"pending": None, "stop": f"sandbox unavailable: {exc}"}
+    due = ran["step"]["ok"] and ran["read"]
+    looked = state.get("looked", False) or bool(ran["calls"])
+    last = looked and run.max_turns - turn <= 1
+    observation = _observe(run, turn, ran["shown"], ran["step"]["error"], due or last)
+    return {
+        "pending": None,
+        "prepared": None,
+        "code": [ran["step"]],
+        "mcp_calls": ran["calls"],
+        "looked": looked,
+        "answer_due": due,
+        "messages": [HumanMessage(content=observation)],
+    }
+
+
+async def _execute(run: CodeActRun, code: str, turn: int) -> dict[str, Any]:
+    """Run ``code`` in the sandbox: its trace step, its MCP calls, the output shown back and
+    whether a call read data (not the catalog) without an error."""
+    result = await run_code(run.prelude + code, run.functions, run.limits)
     error = None
     if not result.ok:
         error = clean_traceback(result.error) if result.error else None
@@ -312,19 +455,9 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
                 "ms": call.ms,
             }
         )
-    shown = clip(result.stdout, OBSERVATION_CHARS)
     read = any(c["error"] is None and reads_data(c["tool"]) for c in calls)
-    due = result.ok and read
-    looked = state.get("looked", False) or bool(calls)
-    observation = _observe(run, turn, shown, error, due or (looked and run.max_turns - turn <= 1))
-    return {
-        "pending": None,
-        "code": [step],
-        "mcp_calls": calls,
-        "looked": looked,
-        "answer_due": due,
-        "messages": [HumanMessage(content=observation)],
-    }
+    return {"step": step, "calls": calls, "shown": clip(result.stdout, OBSERVATION_CHARS),
+            "read": read}  # fmt: skip
 
 
 def _observe(run: CodeActRun, turn: int, stdout: str, error: str | None, answer: bool) -> str:
@@ -378,9 +511,14 @@ class CodeActExecutor:
     name: str = "codeact"
     library: LibraryDemos | None = None  # the SOP's tool library, for demonstrations
     demos: int = DEFAULT_DEMOS
+    samples: int | None = None  # other code replies sampled on a review problem (Settings)
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
 
     def __post_init__(self) -> None:
+        if self.samples is None:
+            from sopgraph.nodes.models import Settings
+
+            self.samples = Settings().codeact_samples
         self.model = role_chat(self.model, "codeact")
         self.extractor = self.extractor or VerdictExtractor()
 
@@ -411,8 +549,8 @@ class CodeActExecutor:
         run = CodeActRun(
             self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
             answer_model=typed_answer_model(self.model, answer_schema(stated)),
-            prelude=prelude(ctx.timestamp), stated=stated,
-            code_model=code_reply_model(self.model, list(specs)),
+            prelude=prelude(ctx.timestamp), stated=stated, text=ctx.text or node.text,
+            hints=tuple(node.data), samples=self.samples, code_model=code_reply_model(self.model, list(specs)),
         )  # fmt: skip
         state: CodeActState = {
             "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],
@@ -502,6 +640,8 @@ def _trace(
         "stop": final.get("stop"),
         "extract": extract,
     }
+    if final.get("resampled"):
+        detail["resampled"] = final["resampled"]
     if problems:
         detail["server_problems"] = problems
     return detail

@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     check_credentials: bool = True
     """Check credentials before building a model (off for e.g. an EC2 instance role)."""
 
+    codeact_samples: int = 0
+    """Other code replies the CodeAct sub-agent samples when the host's review finds a problem
+    in one (it reads none of the node's hinted data, or uses the check's own threshold); the
+    first that passes, runs and reads data is kept. 0 (default) turns it off; see
+    docs/agents.md for what it measured."""
+
     local_port: int = 0
     """Port of the local llama.cpp server; 0 picks a free one."""
     local_n_ctx: int = 8192

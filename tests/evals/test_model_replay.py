@@ -21,10 +21,13 @@ RESULTS = ROOT / "evals" / "model_results"
 CASSETTES = ROOT / "tests" / "cassettes"
 
 
-def _replay(name: str, *args: str, home: Path | None = None, command: str = "model") -> dict:
+def _replay(
+    name: str, *args: str, home: Path | None = None, command: str = "model",
+    settings: dict[str, str] | None = None,
+) -> dict:  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
     env.update(SOPGRAPH_MODEL="local", SOPGRAPH_CASSETTE=str(CASSETTES / f"{name}.jsonl"),
-               SOPGRAPH_CASSETTE_MODE="replay")  # fmt: skip
+               SOPGRAPH_CASSETTE_MODE="replay", **(settings or {}))  # fmt: skip
     if home is not None:
         env["SOPGRAPH_HOME"] = str(home)
     proc = subprocess.run(
@@ -91,7 +94,11 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     "triage_subagent": ("model", "triage", "--arch", "subagent"),
     "triage_subagent_more1": ("model", "triage", "--arch", "subagent", "--skip", "12"),
     "triage_subagent_more2": ("model", "triage", "--arch", "subagent", "--skip", "24"),
+    # CodeAct with other code replies sampled when the host's review finds a problem
+    "triage_codeact_sampled_more1": ("model", "triage", "--arch", "codeact", "--skip", "12"),
+    "triage_codeact_sampled_more2": ("model", "triage", "--arch", "codeact", "--skip", "24"),
 }
+SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 
 
 @pytest.mark.parametrize("run", list(TRIAGE_RUNS))
@@ -100,7 +107,9 @@ def test_model_triage_replays(fc_home, run):  # noqa: F811
     name = run.removesuffix("_eval")
     live = _live(name)
     cmd, *args = TRIAGE_RUNS[run]
-    out = _replay(name, *args, "--alarms", str(live["n"]), home=fc_home, command=cmd)
+    settings = SAMPLED if "_sampled_" in name else None
+    out = _replay(name, *args, "--alarms", str(live["n"]), home=fc_home, command=cmd,
+                  settings=settings)  # fmt: skip
     _check_replayed(out)
     assert out["sample"] == live["sample"]
     for key in ("accuracy", "unresolved_alarms", "llm_tokens_per_alarm", "node_verdict_acc",

@@ -121,7 +121,7 @@ async def test_mcp_tool_error_is_handled_by_the_code(pool):
 
 @shared_loop
 async def test_uncaught_tool_error_reaches_the_model_as_an_error(pool):
-    code = "```python\nprint(robotics_broken_query(metric='x'))\n```"
+    code = "```python\nprint(robotics_broken_query(metric='station_idle_pct'))\n```"
     model = _model(code, QUERY, ANSWER_TRUE)
     outcome = await CodeActExecutor(model).decide(_node(), _ctx(_node(), pool))
 
@@ -449,3 +449,86 @@ def test_typed_answer_parsing():
     )
     assert parse_answer('{"verdict": "maybe"}') is None
     assert parse_answer("ANSWER: yes") is None
+
+
+# -- the host reviews code before it runs ---------------------------------------------------
+
+OTHER_DATA = (
+    "```python\nr = robotics_execute_query(metric='pick_errors', site='FC1')\nprint(r)\n```"
+)
+USES_THRESHOLD = (
+    "```python\nr = robotics_execute_query(metric='station_idle_pct', site='FC1')\n"
+    "print(r['value'] > 25)\n```"
+)
+
+
+@shared_loop
+@pytest.mark.parametrize(
+    ("first", "said"),
+    [
+        (OTHER_DATA, "reads none of the check's data (station_idle_pct)"),
+        (USES_THRESHOLD, "uses the check's threshold 25"),
+    ],
+)
+async def test_code_that_misreads_the_check_is_not_run_a_verified_sample_is(pool, first, said):
+    fails = "```python\nr = robotics_execute_query(metric='station_idle_pct', site='FC1')\nprint(r['nope'])\n```"
+    model = _model(first, fails, QUERY, TYPED_TRUE)
+    node = _node()
+    outcome = await CodeActExecutor(model=model, samples=3).decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "true" and outcome.detail["turns"] == 2
+    # the samples answered the same prompt; the first passed the review but failed when run
+    assert model.seen[1] == model.seen[0] == model.seen[2]
+    (record,) = outcome.detail["resampled"]
+    assert (record["turn"], record["chosen"], record["samples"]) == (1, 2, 2)
+    assert record["problems"][0].startswith(said)
+    assert record["problems"][1].startswith("failed: KeyError")
+    # only the chosen code is in the trace, run once; the model saw its output
+    (ran,) = outcome.detail["code"]
+    assert ran["ok"] and ran["code"] in QUERY and ran["stdout"] == "31.2\n"
+    assert [c["args"]["metric"] for c in outcome.detail["mcp_calls"]] == ["station_idle_pct"]
+    assert model.seen[3][-2].content == QUERY and "Output:\n31.2" in model.seen[3][-1].content
+    # every reply's tokens count
+    replies = (first, fails, QUERY, TYPED_TRUE)
+    assert outcome.detail["output_tokens"] == sum(len(r.split()) for r in replies)
+
+
+@shared_loop
+async def test_when_no_sample_passes_the_first_reply_runs_as_it_is(pool):
+    model = _model(USES_THRESHOLD, USES_THRESHOLD, USES_THRESHOLD, USES_THRESHOLD, TYPED_TRUE)
+    node = _node()
+    outcome = await CodeActExecutor(model=model, samples=3).decide(node, _ctx(node, pool))
+    (record,) = outcome.detail["resampled"]
+    assert (record["chosen"], record["samples"], len(record["problems"])) == (None, 3, 4)
+    (ran,) = outcome.detail["code"]
+    assert ran["ok"] and ran["stdout"] == "True\n"
+    assert outcome.verdict.value == "true" and outcome.detail["turns"] == 2
+    # off by default (SOPGRAPH_CODEACT_SAMPLES=0): the reply runs as it is
+    model = _model(USES_THRESHOLD, TYPED_TRUE)
+    outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
+    assert "resampled" not in outcome.detail and len(model.seen) == 2
+
+
+def test_review_allows_a_threshold_the_text_names_twice_and_code_that_reads_the_hints():
+    from sopgraph.nodes.codeact import CodeActRun, review
+
+    def run(text, stated, hints=("robotics.camera_read_fail_pct",)):
+        fns = {"q": None, "ops_execute_query": None}
+        return CodeActRun(_model(), fns, {}, None, stated=stated, text=text, hints=hints)
+
+    spread = "At least 3 stations each failed more than 3% of their camera reads."
+    counts = "r1 = q('camera_read_fail_pct')\nvalue = len([v for v in r1 if v > 3])"
+    assert review(counts, run(spread, (">=", 3.0))) is None  # 3 is also the per-station cut
+    one = "The station's camera failed more than 3% of its reads."
+    assert "threshold 3 " in review(counts, run(one, (">", 3.0)))
+    assert review("r1 = q('camera_read_fail_pct')\nvalue = r1[0]", run(one, (">", 3.0))) is None
+    # a hint names a family of columns: every word of it is enough
+    belt = "r1 = q(sql='SELECT avg(belt_nw_fill_ratio) FROM conveyance_5m')"
+    assert review(belt, run("x", None, ("conveyance.belt_fill",))) is None
+    assert "belt_fill" in review("r1 = q(sql='SELECT avg(recirc_ratio)')",
+                                 run("x", None, ("conveyance.belt_fill",)))  # fmt: skip
+    # a table hint: its table or column named in the SQL is enough
+    sql = "r1 = ops_execute_query(sql='SELECT max(performed_at) FROM maintenance_log')"
+    assert review(sql, run("Cleaned recently.", None, ("ops.maintenance_log",))) is None
+    assert "maintenance_log" in review(
+        "r1 = ops_execute_query(sql='SELECT 1')", run("x", None, ("ops.maintenance_log",))
+    )
