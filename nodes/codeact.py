@@ -166,7 +166,7 @@ class CodeActRun:
     code_model: BaseChatModel | None = None  # the model under the code reply's grammar
     prelude: str = ""  # code run before the model's: NOW and the result helpers
     stated: tuple[str, float] | None = None  # the comparison the check's text states
-    text: str = ""  # the check's text, its parameters filled in
+    avoid: float | None = None  # the check's own threshold, which its code must not hold
     # the check's data hints (``server.metric``, ``server.table.column``)
     hints: tuple[str, ...] = ()
     samples: int = 0  # other code replies sampled when ``review`` finds a problem in one
@@ -209,25 +209,32 @@ def _mentions(code: str, name: str) -> bool:
     return all(word in low for word in name.lower().split("_") if word)
 
 
+def threshold_to_avoid(stated: tuple[str, float] | None, text: str) -> float | None:
+    """The number a check's code must not hold: the threshold its text states (the code
+    measures; the host compares). None when the text states none, when it is 0 or 1, or when
+    the text names it twice (``at least 3 stations each above 3%``: also a cut inside the
+    measurement)."""
+    if stated is None or stated[1] in (0.0, 1.0):
+        return None
+    named = re.findall(rf"(?<![\d.]){re.escape(f'{stated[1]:g}')}(?![\d])", text)
+    return stated[1] if len(named) < 2 else None
+
+
 def review(code: str, run: CodeActRun) -> str | None:
     """Why ``code`` should not run as it is (another reply is sampled), or None. Two checks
-    the host makes from the SOP itself: code that reads data must read at least one of the check's hinted
-    data (a look at the catalog is free), and it must not use the check's own threshold (the
-    code measures; the comparison with the threshold is the host's, from the typed answer).
-    A threshold the text names twice (``at least 3 stations each above 3%``) is also a cut
-    inside the measurement, so it is allowed, as are 0 and 1. Code that does not parse runs,
-    and its error goes back."""
+    the host makes from the SOP itself: code that reads data must read at least one of the
+    check's hinted data (a look at the catalog is free), and it must not hold
+    ``run.avoid`` (``threshold_to_avoid``). Code that does not parse runs, and its error
+    goes back."""
     tree = _parsed(code)
     if tree is None:
         return None
     names = hinted_names(run.hints)
     if names and _reads_called(tree, run) and not any(_mentions(code, n) for n in names):
         return f"reads none of the check's data ({', '.join(names)})"
-    if run.stated is not None:
-        op, threshold = run.stated
-        mentions = re.findall(rf"(?<![\d.]){re.escape(f'{threshold:g}')}(?![\d])", run.text)
-        if threshold not in (0.0, 1.0) and len(mentions) < 2 and threshold in _numbers(tree):
-            return f"uses the check's threshold {threshold:g} (the host compares: observed {op} {threshold:g})"
+    if run.avoid is not None and run.avoid in _numbers(tree):
+        op = run.stated[0] if run.stated else "?"
+        return f"uses the check's threshold {run.avoid:g} (the host compares: observed {op} {run.avoid:g})"
     return None
 
 
@@ -316,17 +323,15 @@ async def _resample(
             break
         n_in, n_out = n_in + i, n_out + o
         code = extract_code(text)
-        found = review(code, run) if code is not None else "no code block"
-        ran = None
-        if found is None:
+        found = "no code block" if code is None else review(code, run)
+        if code is not None and found is None:
             try:
-                ran = await _execute(run, code or "", turn)
+                ran = await _execute(run, code, turn)
             except SandboxUnavailable:
                 break
-            if not (ran["step"]["ok"] and ran["read"]):
-                found = "failed: " + _last_line(ran["step"]["error"] or "it read no data")
-        if found is None:
-            return text, ran, n_in, n_out, {**record, "chosen": seed, "samples": seed}
+            if ran["step"]["ok"] and ran["read"]:
+                return text, ran, n_in, n_out, {**record, "chosen": seed, "samples": seed}
+            found = "failed: " + _last_line(ran["step"]["error"] or "it read no data")
         record["problems"].append(found)
     return None, None, n_in, n_out, {**record, "samples": len(record["problems"]) - 1}
 
@@ -549,7 +554,7 @@ class CodeActExecutor:
         run = CodeActRun(
             self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
             answer_model=typed_answer_model(self.model, answer_schema(stated)),
-            prelude=prelude(ctx.timestamp), stated=stated, text=ctx.text or node.text,
+            prelude=prelude(ctx.timestamp), stated=stated, avoid=threshold_to_avoid(stated, ctx.text or node.text),
             hints=tuple(node.data), samples=self.samples, code_model=code_reply_model(self.model, list(specs)),
         )  # fmt: skip
         state: CodeActState = {

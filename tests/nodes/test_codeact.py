@@ -509,11 +509,12 @@ async def test_when_no_sample_passes_the_first_reply_runs_as_it_is(pool):
 
 
 def test_review_allows_a_threshold_the_text_names_twice_and_code_that_reads_the_hints():
-    from sopgraph.nodes.codeact import CodeActRun, review
+    from sopgraph.nodes.codeact import CodeActRun, review, threshold_to_avoid
 
     def run(text, stated, hints=("robotics.camera_read_fail_pct",)):
         fns = {"q": None, "ops_execute_query": None}
-        return CodeActRun(_model(), fns, {}, None, stated=stated, text=text, hints=hints)
+        avoid = threshold_to_avoid(stated, text)
+        return CodeActRun(_model(), fns, {}, None, stated=stated, avoid=avoid, hints=hints)
 
     spread = "At least 3 stations each failed more than 3% of their camera reads."
     counts = "r1 = q('camera_read_fail_pct')\nvalue = len([v for v in r1 if v > 3])"
