@@ -180,6 +180,18 @@ def precision_recall(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return table
 
 
+def diverging_node(expected: list[str], got: list[str]) -> str | None:
+    """The node a failing run is charged to: the last node the case's path and the run share
+    (the decision that left the path), or the path's first node when they share none; None
+    when the run followed the whole path and no further."""
+    for k, nid in enumerate(expected):
+        if k >= len(got) or got[k] != nid:
+            return expected[k - 1] if k else nid
+    if len(got) > len(expected):  # went on past the path's end: its last decision was wrong
+        return expected[-1] if expected else got[0]
+    return None
+
+
 async def eval_paths(sop_path: str, sop: Sop, cases: list[Case], judge: str = "labels") -> dict:
     """Run each case; path and leaf accuracy, the most-common-path baseline, failing nodes."""
     rows = []
@@ -189,14 +201,7 @@ async def eval_paths(sop_path: str, sop: Sop, cases: list[Case], judge: str = "l
             got = [s.node for s in steps if s.button]
             order = [s.node for s in steps]
             leaf = got[-1] if got else (order[-1] if order else None)
-            diverge = None
-            if got != c.path.actions:
-                for k, nid in enumerate(c.path.order):
-                    if k >= len(order) or order[k] != nid:
-                        diverge = c.path.order[k - 1] if k else nid
-                        break
-                else:
-                    diverge = order[len(c.path.order)] if len(order) > len(c.path.order) else None
+            diverge = diverging_node(c.path.order, order) if got != c.path.actions else None
             rows.append(
                 {"case": c.case_id, "path_ok": got == c.path.actions, "leaf_ok": leaf == c.path.leaf,
                  "expected": c.path.actions, "got": got, "node": diverge, "stopped": stopped}

@@ -122,15 +122,18 @@ def summary(results: list[dict[str, Any]]) -> dict[str, dict[str, list[int]]]:
     return out
 
 
-def report(results: list[dict[str, Any]]) -> str:
+def report(results: list[dict[str, Any]], how: str = "compiled") -> str:
     lines = []
     correct = sum(r["correct"] for r in results)
-    lines.append(f"enterprise tasks, compiled: {correct}/{len(results)} correct")
+    lines.append(f"enterprise tasks, {how}: {correct}/{len(results)} correct")
     for key, cells in summary(results).items():
         lines.append(f"by {key}:")
         lines += [f"  {name:55} {c}/{n}" for name, (c, n) in cells.items()]
     wrong = [r for r in results if not r["correct"]]
-    lines += [f"  wrong: {r['id']}: expected {r['expected']}, got {r['got']}" for r in wrong]
+    for r in wrong:
+        got = {k: v for k, v in r["got"].items() if k in ("outcome", "answer", "why", "action",
+                                                          "observed", "error")}  # fmt: skip
+        lines.append(f"  wrong: {r['id']}: expected {r['expected']}, got {got}")
     return "\n".join(lines)
 
 
@@ -138,9 +141,31 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m sopgraph.evals.enterprise_tasks")
     p.add_argument("--tasks", type=Path, default=TASKS)
     p.add_argument("--json", action="store_true", help="every task's answer as JSON")
+    p.add_argument(
+        "--agent", choices=["fc", "react"],
+        help="answer with this LLM agent on SOPGRAPH_MODEL instead of the compiled path "
+        "(evals/enterprise_agent.py); exit 0 whatever it scores",
+    )  # fmt: skip
+    p.add_argument("--only", help="comma-separated task ids (default: all)")
     args = p.parse_args(argv)
+    tasks = load_tasks(args.tasks)
+    if args.only:
+        wanted = set(args.only.split(","))
+        tasks = [t for t in tasks if t["id"] in wanted]
+    if args.agent:
+        from sopgraph.evals.enterprise_agent import run_agent
+        from sopgraph.nodes.models import SettingsError
+
+        try:
+            results = asyncio.run(run_agent(args.agent, tasks))
+        except SettingsError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        how = f"LLM agent {args.agent} ({os.environ.get('SOPGRAPH_MODEL', 'default model')})"
+        print(json.dumps(results, indent=2, default=str) if args.json else report(results, how))
+        return 0
     with tempfile.TemporaryDirectory() as home:
-        results = asyncio.run(run_tasks(load_tasks(args.tasks), Path(home)))
+        results = asyncio.run(run_tasks(tasks, Path(home)))
     print(json.dumps(results, indent=2, default=str) if args.json else report(results))
     return 0 if all(r["correct"] for r in results) else 1
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,4 +161,12 @@ def _subordinates(by_id: dict[str, dict[str, Any]]) -> dict[str, frozenset[str]]
 
 
 def today() -> str:
+    """The date a change is stamped with: ``ENTERPRISE_TODAY`` (YYYY-MM-DD, for a replayable
+    run) or the machine's date."""
+    fixed = os.environ.get("ENTERPRISE_TODAY", "").strip()
+    if fixed:
+        try:
+            return dt.date.fromisoformat(fixed).isoformat()
+        except ValueError:
+            raise ValueError(f"ENTERPRISE_TODAY={fixed!r} is not a date (YYYY-MM-DD)") from None
     return dt.date.today().isoformat()

@@ -66,15 +66,20 @@ def _usage(messages: list[BaseMessage]) -> dict[str, int]:
     return {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
 
 
-def _steps(messages: list[BaseMessage]) -> list[dict[str, Any]]:
-    """The tool calls and results of a conversation, for the per-task record."""
-    results = {m.tool_call_id: str(m.content)[:500] for m in messages if isinstance(m, ToolMessage)}
-    return [
-        {"tool": c["name"], "args": c["args"], "result": results.get(c["id"])}
-        for m in messages
-        if isinstance(m, AIMessage)
-        for c in m.tool_calls
-    ]
+def _steps(messages: list[BaseMessage], chars: int | None = 500) -> list[dict[str, Any]]:
+    """The tool calls and results of a conversation, for the per-task record. A call's result
+    is the first unclaimed one with its id: a local model's ids repeat when a call does. Each
+    result is cut to ``chars`` (None: whole)."""
+    results: dict[str, list[str]] = {}
+    for m in messages:
+        if isinstance(m, ToolMessage):
+            results.setdefault(m.tool_call_id, []).append(str(m.content)[:chars])
+    steps = []
+    for m in messages:
+        for c in m.tool_calls if isinstance(m, AIMessage) else []:
+            found = results.get(c["id"]) or [None]
+            steps.append({"tool": c["name"], "args": c["args"], "result": found.pop(0)})
+    return steps
 
 
 def plain_text_tool(tool: BaseTool) -> BaseTool:
@@ -131,6 +136,7 @@ class McpToolsAgent:
 
     name = "agent"
     turns = FC_TURNS
+    result_chars: int | None = 500  # of each tool result kept in a task's steps
     _structured: dict[str, Any] | None = None  # the last typed answer, reasoning included
 
     def __init__(
@@ -142,6 +148,7 @@ class McpToolsAgent:
         tool_results_in_user_turns: bool = False,
     ):
         self.domain = domain
+        self.columns = domain.output_columns
         self.model = offering_tools(model)
         self.as_text = tool_results_in_user_turns  # see ``tool_results_as_text``
         self.config = server_config(domain.path, distractors)
@@ -177,9 +184,9 @@ class McpToolsAgent:
         if answer is not None:
             final = final or json.dumps(self._structured or answer)
         elif error is None:
-            answer = parse_answer(final, self.domain.output_columns)
+            answer = parse_answer(final, self.columns)
         if error is None and answer is None:
-            error = f"final answer lacks {self.domain.output_columns}"
+            error = f"final answer lacks {self.columns}"
         return AgentResult(
             answer=answer,
             final_text=final,
@@ -187,7 +194,7 @@ class McpToolsAgent:
             tokens=_usage(messages),
             seconds=time.perf_counter() - start,
             turns=sum(isinstance(m, AIMessage) for m in messages),
-            steps=_steps(messages),
+            steps=_steps(messages, self.result_chars),
         )
 
 
@@ -256,7 +263,16 @@ class _BaselineAgent(McpToolsAgent):
 
     react = False
 
-    async def solve(self, task: Task) -> AgentResult:
+    def system(self) -> str:
+        return system_prompt(self.domain, react=self.react)
+
+    def schema(self) -> type[BaseModel]:
+        return answer_schema(self.domain)
+
+    def prompt(self, task: Any) -> str:
+        return task_prompt(task)
+
+    async def solve(self, task: Any) -> AgentResult:
         from langchain.agents import create_agent
         from langchain.agents.structured_output import ToolStrategy
         from langgraph.errors import GraphRecursionError
@@ -277,11 +293,11 @@ class _BaselineAgent(McpToolsAgent):
         agent = create_agent(
             self.model,
             self.tools,
-            system_prompt=system_prompt(self.domain, react=self.react),
-            response_format=ToolStrategy(answer_schema(self.domain)),
+            system_prompt=self.system(),
+            response_format=ToolStrategy(self.schema()),
             middleware=middleware,
         )
-        inp = {"messages": [HumanMessage(task_prompt(task))]}
+        inp = {"messages": [HumanMessage(self.prompt(task))]}
         messages: list[BaseMessage] = []
         structured: Any = None
         try:
@@ -311,7 +327,7 @@ class _BaselineAgent(McpToolsAgent):
         if structured is not None:
             data = structured.model_dump() if isinstance(structured, BaseModel) else structured
             self._structured = data
-            answer = {c: str(data.get(c, "")) for c in self.domain.output_columns}
+            answer = {c: str(data.get(c, "")) for c in self.columns}
         return ended(messages, start, None, answer)
 
 

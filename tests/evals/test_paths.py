@@ -40,6 +40,17 @@ def test_cases_are_balanced_over_every_path_and_leaf():
     assert {c.path.leaf for c in cases} == leaves | {"wants-return"}
 
 
+def test_a_failure_is_charged_to_the_decision_that_left_the_path():
+    from sopgraph.evals.dialogue_eval import diverging_node
+
+    # the intent's condition should not have held: the run went on past the path's end
+    assert diverging_node(["wants-cancel"], ["wants-cancel", "pull-up-account"]) == "wants-cancel"
+    # a branch taken wrongly: the last node both share
+    assert diverging_node(["a", "b", "c"], ["a", "b", "x"]) == "b"
+    assert diverging_node(["a", "b"], ["x"]) == "a"
+    assert diverging_node(["a", "b"], ["a", "b"]) is None
+
+
 def test_eval_paths_on_an_abcd_sop_and_the_sop_agent_example(capsys):
     assert main(["eval", "paths", str(UPGRADE), str(INTERNET), "--json"]) == 0
     upgrade, internet = json.loads(capsys.readouterr().out)

@@ -346,3 +346,22 @@ async def test_budget_stops_starting_tasks(tmp_path):
         assert await run_tasks(domain, agent, domain.tasks, tmp_path, spec, budget_s=0) == []
         records = await run_tasks(domain, agent, domain.tasks, tmp_path, spec, budget_s=3600)
     assert len(records) == 8
+
+
+def test_steps_pair_repeated_call_ids_with_their_own_results():
+    """llama.cpp's call ids repeat when the call does: each call keeps its own result."""
+    from sopgraph.evals.sopbench.agents import _steps
+
+    call = {"name": "getOrder", "args": {"order_id": "O_1"}, "id": "call_0", "type": "tool_call"}
+    messages = [
+        AIMessage("", tool_calls=[call]),
+        ToolMessage('{"ok": 1}', tool_call_id="call_0"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage('{"ok": 1} (already called)', tool_call_id="call_0"),
+        AIMessage("", tool_calls=[{**call, "id": "call_9"}]),
+    ]
+    assert [s["result"] for s in _steps(messages)] == [
+        '{"ok": 1}',
+        '{"ok": 1} (already called)',
+        None,
+    ]
