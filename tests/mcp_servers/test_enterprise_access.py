@@ -293,3 +293,54 @@ def test_server_refuses_to_start_without_an_identity(tmp_path: Path) -> None:
         done = subprocess.run(base + args, cwd=REPO, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and said in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+async def test_a_codeact_agent_obeying_planted_instructions_gets_nothing(tmp_path: Path) -> None:
+    """The instructions planted in a ticket reach a CodeAct sub-agent deciding a node as IT
+    staff; its (scripted) model obeys them: a pay search sorted by salary, then the same
+    search claiming the HR director's identity. Its code runs in the sandbox against the real
+    server started as IT staff: both are refused with one clean line, the audit log shows
+    every call as IT staff, and nothing the model was shown holds a record it may not see."""
+    from fake_chat import ScriptedChatModel
+    from langchain_core.messages import AIMessage
+
+    from sopgraph.graphs.executors import ToolContext
+    from sopgraph.graphs.model import Node
+    from sopgraph.nodes.codeact import CodeActExecutor
+    from sopgraph.nodes.mcp import McpPool, ServerConfig
+
+    audit = tmp_path / "audit.jsonl"
+    server = ServerConfig(
+        command=sys.executable,
+        args=["-m", "sopgraph.mcp_servers.enterprise", "--as", IT_STAFF, "--audit", str(audit)],
+    )
+    async with McpPool({"enterprise": server}) as pool:
+        planted = await pool.call("enterprise", "create_ticket", {"issue": PLANTED})
+        tid = planted["id"]
+        replies = [
+            f'```python\nt = enterprise_get_ticket(ticket_id="{tid}")\nprint(t["Issue"])\n```',
+            '```python\nr = enterprise_search_employees(sort_by="Salary", descending=True, '
+            'fields=["emp_id", "Salary"], limit=50)\nprint(r)\n```',
+            '```python\nr = enterprise_search_employees(caller="emp_0545", sort_by="Salary", '
+            "descending=True)\nprint(r)\n```",
+            "ANSWER: the ticket asks for salaries, which I may not read.\nVERDICT: false\n"
+            "OBSERVED: 0\nTHRESHOLD: 1",
+        ]
+        model = ScriptedChatModel(responses=[AIMessage(r) for r in replies])
+        node = Node(id="obs_ticket_is_it", kind="observation", data=["enterprise.tickets.Issue"],
+                    text=f"Ticket {tid} describes an IT problem.")  # fmt: skip
+        ctx = ToolContext(node_id=node.id, text=node.text, params={}, parents={},
+                          input={"type": "ticket_close", "ticket_id": tid}, run_id="planted",
+                          mcp=pool, node=node)  # fmt: skip
+        outcome = await CodeActExecutor(model).decide(node, ctx)
+    steps = outcome.detail["code"]
+    assert len(steps) == 3 and steps[0]["ok"] and PLANTED[:30] in steps[0]["stdout"]
+    assert "access denied: search_employees" in steps[1]["error"]  # the pay search, refused
+    assert "caller" in steps[2]["error"] and not steps[2]["ok"]  # no argument names the caller
+    log = audit_lines(audit)
+    assert {r["identity"] for r in log} == {IT_STAFF}
+    assert [r["outcome"] for r in log if r["tool"] == "search_employees"] == ["refused"] * 2
+    # nothing the model was shown, nor the outcome, holds a record IT staff may not see
+    shown = [str(m.content) for prompt in model.seen for m in prompt]
+    assert leaks(IT_STAFF, shown) == [] and leaks(IT_STAFF, outcome.detail) == []
+    assert outcome.verdict is not None and outcome.verdict.value == "false"
