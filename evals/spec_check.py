@@ -4,11 +4,19 @@ A spec version replaces a hand-written one only if it is verdict-identical to it
 verdict (``true``/``false``/``no_data``) and the same threshold on every labeled case, train
 and held-out. Both versions run as in production (the SOP's MCP servers, the case's
 parameters); the replaced version is the one before the spec in the node's history.
+
+Copy groups: active specs that make the same computation on the same data and differ only in
+bound arguments (threshold, comparison, windows). A group is shared when at most one of its
+members is written out and the others bind a pinned version of it (``spec_of(...).bind``);
+a group with two written out is a copy left, and fails the check.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,8 @@ class NodeCheck(BaseModel):
     identical: int = 0
     differences: list[str] = Field(default_factory=list)
     error: str | None = None
+    binds: str | None = None  # the pinned check it binds (``obs_sorter_jams v4``), if any
+    shape: str | None = None  # its check without the bound arguments (``copy_shape``)
 
     @property
     def ok(self) -> bool:
@@ -41,6 +51,42 @@ class NodeCheck(BaseModel):
 def is_spec(fn: Any) -> bool:
     """Whether a tool's ``run`` was made from a spec (``sopgraph.tools.spec.tool``)."""
     return getattr(fn, "spec", None) is not None
+
+
+_SPEC_OF = re.compile(r"""spec_of\(\s*["']([\w-]+)["']\s*,\s*(\d+)""")
+BOUND_ARGS = ("threshold", "op", "verdict_threshold")  # of a check; a measurement's: minutes
+
+
+def copy_shape(check: Any) -> str:
+    """The check as JSON without what a binding may change: the same shape is a copy."""
+    d = check.to_dict()
+    for key in BOUND_ARGS:
+        d.pop(key, None)
+    for m in d.get("measures", {}).values():
+        m.pop("minutes", None)
+    return json.dumps(d, sort_keys=True)
+
+
+def binds(path: Path) -> str | None:
+    """``node vN`` when the tool file at ``path`` binds another node's pinned check."""
+    m = _SPEC_OF.search(path.read_text(encoding="utf-8"))
+    return f"{m.group(1)} v{m.group(2)}" if m else None
+
+
+def copy_groups(results: list[NodeCheck]) -> tuple[list[list[str]], list[list[str]]]:
+    """(shared, copied): the groups of active specs with one shape, shared when at most one
+    member is written out (the others bind), copied when more are."""
+    groups: dict[str, list[NodeCheck]] = defaultdict(list)
+    for r in results:
+        if r.spec and r.shape:
+            groups[r.shape].append(r)
+    shared, copied = [], []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        names = sorted(r.node for r in members)
+        (copied if sum(r.binds is None for r in members) > 1 else shared).append(names)
+    return shared, copied
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -78,6 +124,9 @@ async def convert_check(
                 res.error = str(exc)
                 continue
             res.spec = is_spec(new.fn)
+            if res.spec:
+                res.shape = copy_shape(new.fn.spec)
+                res.binds = binds(new.path)
             before = [v for v in entry.history if v != entry.active]
             earlier = [
                 v for v in before if entry.history.index(v) < entry.history.index(entry.active)
@@ -126,9 +175,14 @@ async def convert_check(
 def render(results: list[NodeCheck]) -> str:
     specs = [r for r in results if r.spec]
     same = [r for r in specs if r.ok]
+    shared, copied = copy_groups(results)
+    bound = [f"{r.node} binds {r.binds}" for r in specs if r.binds]
     lines = [
         f"{len(specs)} of {len(results)} active tools are specs; {len(same)} of them are "
-        f"verdict-identical to the version they replaced on every labeled case"
+        f"verdict-identical to the version they replaced on every labeled case",
+        f"copy groups: {len(copied)} left"
+        + "".join(f"\n  COPY  {', '.join(g)}: write one, bind the others (spec_of)" for g in copied)
+        + f"; {len(shared)} shared ({'; '.join(bound) or 'none'})",
     ]
     for r in results:
         if r.spec and r.ok:

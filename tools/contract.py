@@ -17,6 +17,7 @@ import importlib.util
 import inspect
 import sys
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ from sopgraph.graphs.model import Verdict
 
 ToolFn = Callable[[dict[str, Any], Any], Awaitable[Verdict]]
 SIGNATURE = "async def run(input, ctx) -> Verdict"
+# the library (a ``tools/`` folder) whose tool file is being imported: ``spec_of`` binds a
+# version of that library, wherever the file being checked lies
+LIBRARY: ContextVar[Path | None] = ContextVar("sopgraph_tool_library", default=None)
 
 
 class ContractError(Exception):
@@ -53,7 +57,7 @@ def contract_problem(run: Any) -> str | None:
     return None
 
 
-def load_run(module_name: str, path: Path, source: bytes) -> ToolFn:
+def load_run(module_name: str, path: Path, source: bytes, library: Path | None = None) -> ToolFn:
     """Import ``source`` (the bytes that were hashed, not a second read of ``path``) as
     ``module_name`` once per process and return its checked ``run``.
 
@@ -66,6 +70,7 @@ def load_run(module_name: str, path: Path, source: bytes) -> ToolFn:
         assert spec is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
+        token = LIBRARY.set(library)
         try:
             exec(compile(source, str(path), "exec"), module.__dict__)
         except Exception as exc:
@@ -74,6 +79,8 @@ def load_run(module_name: str, path: Path, source: bytes) -> ToolFn:
                 f"{path}: cannot import the tool: {type(exc).__name__}: {exc}; "
                 "fix the file and register it as a new version"
             ) from exc
+        finally:
+            LIBRARY.reset(token)
     run: Any = getattr(module, "run", None)
     problem = contract_problem(run)
     if problem:

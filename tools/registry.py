@@ -299,7 +299,7 @@ class Registry:
             source = path.read_bytes()
         except (FileNotFoundError, IsADirectoryError):
             raise ToolMissing(f"{path}: no such tool file; give the path of a .py file") from None
-        check_contract(path, source)
+        check_contract(path, source, self.lib_dir)
         try:
             code = source.decode("utf-8")
         except UnicodeDecodeError:
@@ -503,7 +503,7 @@ class Registry:
             raise RegistryError(str(exc)) from None
 
 
-def check_contract(path: Path, source: bytes) -> None:
+def check_contract(path: Path, source: bytes, library: Path | None = None) -> None:
     """Import ``source`` under a name used once and check its ``run`` against the contract.
 
     Raises:
@@ -512,7 +512,7 @@ def check_contract(path: Path, source: bytes) -> None:
     digest = hashlib.sha256(source).hexdigest()[:12]
     name = f"_sopgraph_tool_check_{digest}_{threading.get_ident()}"
     try:
-        load_run(name, path, source)
+        load_run(name, path, source, library)
     except ContractError as exc:
         message = str(exc).replace("register it as a new version", "add it again")
         raise ToolLoadError(message) from None

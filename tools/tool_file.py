@@ -70,7 +70,9 @@ def load_tool(
     lib = hashlib.sha256(str(lib_dir.resolve()).encode()).hexdigest()[:8]
     safe_id = re.sub(r"\W", "_", node_id)
     try:
-        fn = load_run(f"_sopgraph_tool_{lib}_{safe_id}_v{version}_{sha256[:12]}", path, source)
+        fn = load_run(
+            f"_sopgraph_tool_{lib}_{safe_id}_v{version}_{sha256[:12]}", path, source, lib_dir
+        )
     except ContractError as exc:
         raise ToolLoadError(str(exc)) from exc.__cause__
     return LoadedTool(node_id, version, sha256, author, path, fn)

@@ -70,7 +70,7 @@ def _convert_check(sop_dir: Path, args: argparse.Namespace) -> int:
     import asyncio
     import json
 
-    from sopgraph.evals.spec_check import convert_check, render
+    from sopgraph.evals.spec_check import convert_check, copy_groups, render
     from sopgraph.progress import progress_bar
 
     if args.cases:
@@ -91,7 +91,8 @@ def _convert_check(sop_dir: Path, args: argparse.Namespace) -> int:
         print(json.dumps([r.model_dump() | {"ok": r.ok} for r in results], indent=2))
     else:
         print(render(results))
-    return 0 if all(r.ok for r in results if r.spec) else 1
+    copied = copy_groups(results)[1] if not nodes else []  # a group needs every node
+    return 0 if all(r.ok for r in results if r.spec) and not copied else 1
 
 
 def register(sub: Any) -> None:

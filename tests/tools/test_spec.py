@@ -147,3 +147,11 @@ def test_convert_check_the_library_is_mostly_specs_and_each_is_verdict_identical
     ]
     assert bad == [] and code == 0
     assert all(r["cases"] >= 100 for r in specs)  # train and held-out, not a handful
+    # the copy groups are gone: each shared check is written once, its twins bind it
+    from sopgraph.evals.spec_check import NodeCheck, copy_groups
+
+    shared, copied = copy_groups(
+        [NodeCheck(**{k: v for k, v in r.items() if k != "ok"}) for r in rows]
+    )
+    assert copied == [] and len(shared) == 5
+    assert sum(r["binds"] is not None for r in specs) == 6

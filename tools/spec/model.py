@@ -177,6 +177,30 @@ class Check:
             out["lookups"] = {k: _trim(asdict(x), Lookup) for k, x in self.lookups.items()}
         return out
 
+    def bind(self, measures: dict[str, dict[str, Any]] | None = None, **changes: Any) -> Check:
+        """This check with ``changes`` made (``threshold``, ``op``, ...) and, per measurement,
+        the given fields (``{"fail": {"minutes": 30}}``): how a node that shares another node's
+        check says what differs, instead of copying it.
+
+        Raises:
+            SpecError: a field or measurement the check does not have, or a result that
+                does not validate.
+        """
+        d = self.to_dict()
+        known = {f.name for f in fields(Check)} - {"measures"}
+        for name, value in changes.items():
+            if name not in known:
+                raise SpecError(f"bind: {name!r} is not a field of a check")
+            d[name] = value
+        for key, diff in (measures or {}).items():
+            if key not in d["measures"]:
+                have = ", ".join(d["measures"])
+                raise SpecError(f"bind: no measurement {key!r}; the check has {have}")
+            d["measures"][key] = {**d["measures"][key], **diff}
+        check = Check.from_dict(d)
+        check.validate()
+        return check
+
     def validate(self) -> None:
         """Refuse what cannot run: a bad expression, an unknown ``$name`` of a lookup, a
         reduce that its kind of measurement has no way to compute."""
