@@ -243,6 +243,7 @@ async def eval_spec_toolmaker(
     demos_from: str = "library",
     baseline: bool = True,
     with_enumeration: bool = False,
+    label_free: bool = False,
     out_dir: Path | None = None,
     on_stage: Callable[[str, str, str, str], None] | None = None,
     on_row: Callable[[list[dict[str, Any]]], None] | None = None,
@@ -250,7 +251,9 @@ async def eval_spec_toolmaker(
     """One row per (node, seed, config), plus one ``llm-free`` row per node when ``baseline``.
 
     ``with_enumeration``: the LLM-free search's enumerated specs join round 0's model samples
-    (rows and records marked ``+enum``)."""
+    (rows and records marked ``+enum``). ``label_free``: the tool-maker never reads the
+    training labels (``make_spec_tool``'s votes label them; rows marked ``label-free``, their
+    train pass against those pseudo-labels); held-out is scored against the real labels."""
     from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
     from sopgraph.tools.toolmaker.search import llm_free
 
@@ -307,7 +310,7 @@ async def eval_spec_toolmaker(
                 try:
                     record = await make_spec_tool(
                         deps, train, config=config, samples=samples, rounds=rounds, seed=seed,
-                        on_stage=stage, extra_candidates=extra,
+                        on_stage=stage, extra_candidates=extra, label_free=label_free,
                     )  # fmt: skip
                     record = await score_spec_heldout(deps, record, held_out)
                 except Exception as exc:  # noqa: BLE001 - one node's failure is its row
@@ -318,6 +321,7 @@ async def eval_spec_toolmaker(
                     )  # fmt: skip
                 name = config.replace("+", "_") + ("" if demos_from == "library" else "_cold")
                 name += "_enum" if with_enumeration else ""
+                name += "_label_free" if label_free else ""
                 if out_dir is not None:
                     path = out_dir / name / f"seed{seed}" / f"{node}.json"
                     path.parent.mkdir(parents=True, exist_ok=True)
@@ -327,6 +331,8 @@ async def eval_spec_toolmaker(
                     row["config"] = f"{config} cold"
                 if with_enumeration:
                     row["config"] += " +enum"
+                if label_free:
+                    row["config"] += " label-free"
                 best = record.best
                 row["found_by"] = best.found_by if best else None
                 row["spec"] = best.candidate.spec if best else None

@@ -302,6 +302,10 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
 
     sop_dir = _sop_dir(args.sop)
     configs = _split_list(args.configs) or ["sop", "sop+d+r"]
+    if args.label_free and args.pipeline != "spec":
+        raise UserError(
+            "--label-free in `eval toolmaker` runs on the spec pipeline; drop --pipeline"
+        )
     if bad := [c for c in configs if c not in CONFIGS]:
         raise UserError(f"--configs: {', '.join(bad)} unknown; use {', '.join(CONFIGS)}")
     try:
@@ -343,7 +347,7 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
                         rounds=args.rounds if args.rounds is not None else 1,
                         train_limit=args.train_cases, demos_from=args.demos,
                         baseline=not args.no_baseline, with_enumeration=args.with_enumeration,
-                        out_dir=out_dir / "records",
+                        label_free=args.label_free, out_dir=out_dir / "records",
                         on_stage=stage, on_row=partial,
                     )  # fmt: skip
                 return await eval_toolmaker(
@@ -424,6 +428,11 @@ def register(sub: Any) -> None:
         "--with-enumeration", action="store_true",
         help="spec: add the LLM-free search's enumerated specs to round 0's model samples, "
         "chosen by the same execution (rows marked +enum)",
+    )  # fmt: skip
+    p.add_argument(
+        "--label-free", action="store_true",
+        help="spec: the tool-maker never reads the training labels: round 0's samples vote "
+        "them (rows marked label-free); held-out is scored against the real labels",
     )  # fmt: skip
     _budget_options(p)
     p.add_argument("--cases", help="folder of <node>.jsonl labeled cases (default: the world's)")

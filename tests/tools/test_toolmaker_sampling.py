@@ -175,3 +175,49 @@ async def test_enumerated_candidates_join_the_samples_and_are_marked(session):
     assert rnd.found_by == "enumeration" and rnd.candidate.spec == right
     assert len(rnd.samples) == 1  # the record's samples are the model's; the rest are marked
     assert record.train_pass == 1.0
+
+
+@shared_loop
+async def test_label_free_chooses_by_the_samples_votes_never_the_labels(session):
+    deps = await spec_deps(session, "obs_upstream_flow_low")
+    right = {**FLOW, "scale": 100}
+    wrong = {**FLOW, "op": ">"}
+    train = node_cases(session.cases, "obs_upstream_flow_low", "train")
+    # the labels are not read: every one of them wrong changes nothing
+    lying = [c.model_copy(update={"expected": "true"}) for c in train]
+    held_out = node_cases(session.cases, "obs_upstream_flow_low", "eval")
+    deps.lm = DummyLM([{"spec": right}, {"spec": right}, {"spec": wrong}])
+    record = await make_spec_tool(deps, lying, config="sop", samples=3, label_free=True)
+    assert record.label_free and record.rounds[0].candidate.spec == right
+    assert record.train_pass == 1.0  # agreement with the votes
+    assert (
+        "label-free: " in record.notes[0]
+        and "votes of 3 samples (2 distinct specs)" in record.notes[0]
+    )
+    assert (await score_spec_heldout(deps, record, held_out)).eval_pass == 1.0
+    # a wrong majority wins the vote: label-free is only as good as its samples
+    deps.lm = DummyLM([{"spec": wrong}, {"spec": wrong}, {"spec": right}])
+    record = await make_spec_tool(deps, train, config="sop", samples=3, label_free=True)
+    assert record.rounds[0].candidate.spec == wrong
+    assert (await score_spec_heldout(deps, record, held_out)).eval_pass < 1.0
+
+
+def test_pseudo_labels_weigh_duplicates_and_break_ties_to_the_earliest():
+    from sopgraph.tools.toolmaker.execution import Score
+    from sopgraph.tools.toolmaker.record import Case, CaseResult
+    from sopgraph.tools.toolmaker.sampling import pseudo_labels
+
+    a, b = Case(site="S", timestamp="t1"), Case(site="S", timestamp="t2")
+
+    def score(*values):
+        return Score(
+            results=[CaseResult(case=c, value=v) for c, v in zip((a, b), values, strict=True)]
+        )
+
+    votes = [(1, score("true", "false")), (2, score("false", None)), (1, score("true", "true"))]
+    # a: true 2 (first at 0) vs false 2 (first at 1): the earliest; b: false 1 vs true 1: earliest
+    assert pseudo_labels(votes) == {a.key(): "true", b.key(): "false"}
+    assert pseudo_labels([(3, score("false", None)), (1, score("true", "true"))]) == {
+        a.key(): "false",
+        b.key(): "true",
+    }

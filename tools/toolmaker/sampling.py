@@ -11,6 +11,11 @@ candidate's failing cases with what it measured; its diagnosis and those cases a
 round's feedback. ``+d`` adds the servers' data description (units, meanings, sample rows).
 Every sample, its score, the search's steps and the diagnosis are kept in the make record.
 
+Label-free (``label_free``, the paper's appendix C by votes alone): the training cases come
+without labels; round 0's model samples vote on each (a distinct spec weighs as many samples
+as gave it), the majority verdict becomes the case's pseudo-label, and everything after is the
+same, against the pseudo-labels: choice, convention search, diagnosis.
+
 Example:
     >>> record = await make_spec_tool(deps, train, config="sop+d+r", samples=8)  # doctest: +SKIP
     >>> record.train_pass, record.best.found_by                                    # doctest: +SKIP
@@ -141,17 +146,22 @@ async def make_spec_tool(
     seed: int = 0,
     on_stage: Stage = _noop,
     extra_candidates: list[dict[str, Any]] | None = None,
+    label_free: bool = False,
 ) -> MakeRecord:
     """Make one node's tool as a spec from its labeled training cases.
 
     ``extra_candidates`` (the LLM-free search's enumeration, say) join round 0's samples and
     are chosen by the same execution; a kept one is marked ``found_by="enumeration"``.
+    ``label_free``: ``train``'s labels are not read; round 0's votes label them
+    (``pseudo_labels``).
     """
+    if label_free:
+        train = [c.model_copy(update={"expected": None}) for c in train]
     start = time.perf_counter()
     with_repair = "+r" in config
     record = MakeRecord(
         node=deps.node.id, config=config, seed=seed, model=deps.model,  # type: ignore[arg-type]
-        form="spec", train_cases=len(train), samples=samples,
+        form="spec", train_cases=len(train), samples=samples, label_free=label_free,
         demonstrations=[f"{d.node} ({d.score})" for d in deps.demos],
     )  # fmt: skip
     if "+d" in config:
@@ -197,6 +207,20 @@ async def make_spec_tool(
                         ran.append((spec, score))
             sample.seconds = round(time.perf_counter() - t0, 2)
             rnd.samples.append(sample)
+        if n == 0 and label_free:
+            votes = [(weight(rnd.samples, spec), score) for spec, score in ran]
+            labels = pseudo_labels(votes)
+            train = [c.model_copy(update={"expected": labels.get(c.key())}) for c in train]
+            ran = [(spec, await deps.runner.score(spec, train)) for spec, _ in ran]
+            now = {json.dumps(spec, sort_keys=True): score for spec, score in ran}
+            for x in rnd.samples:  # each sample's score, against the pseudo-labels now
+                if x.spec is not None and x.duplicate_of is None:
+                    got = now.get(json.dumps(x.spec, sort_keys=True))
+                    x.passed = got.passed if got else x.passed
+            record.notes.append(
+                f"label-free: {len(labels)} of {len(train)} training cases labelled by the votes "
+                f"of {sum(w for w, _ in votes)} samples ({len(votes)} distinct specs)"
+            )
         enumerated: set[str] = set()
         if n == 0 and extra_candidates:
             on_stage("enumerate", f"{len(extra_candidates)} enumerated candidates")
@@ -263,6 +287,31 @@ async def make_spec_tool(
     record.seconds = round(time.perf_counter() - start, 2)
     on_stage("done", f"train {record.train_pass:.0%}")
     return record
+
+
+def weight(samples: list[Sample], spec: dict[str, Any]) -> int:
+    """How many of the samples gave ``spec``."""
+    key = json.dumps(spec, sort_keys=True)
+    return sum(
+        1 for x in samples if x.spec is not None and json.dumps(x.spec, sort_keys=True) == key
+    )
+
+
+def pseudo_labels(votes: list[tuple[int, Score]]) -> dict[str, Any]:
+    """Per training case (``Case.key``): the verdict the most samples' specs give it, each spec
+    weighing as many samples as gave it; a tie goes to the verdict of the earliest spec among
+    the tied (the greedy sample first). A case no spec decided gets no label."""
+    tally: dict[str, dict[Any, list[int]]] = {}
+    for order, (w, score) in enumerate(votes):
+        for r in score.results:
+            if r.value is None:
+                continue
+            cell = tally.setdefault(r.case.key(), {}).setdefault(r.value, [0, order])
+            cell[0] += w
+    return {
+        key: min(values.items(), key=lambda kv: (-kv[1][0], kv[1][1]))[0]
+        for key, values in tally.items()
+    }
 
 
 async def score_spec_heldout(
