@@ -30,11 +30,11 @@ RUNS = {
     "train5": ["--configs", "sop+d+r", "--train-cases", "5", "--no-baseline"],
     "sop_d": ["--configs", "sop+d", "--no-baseline"],
     "sop_r": ["--configs", "sop+r", "--no-baseline"],
-    # not a live run: sop_d_r's recorded model outputs with the LLM-free search's enumerated
-    # specs added to round 0 (host-side selection only, so the same cassette answers it)
+    # the LLM-free search's enumerated specs added to round 0's samples (live, 2026-11-26)
     "sop_d_r_enum": ["--configs", "sop+d+r", "--no-baseline", "--with-enumeration"],
+    "sop_d_r_label_free": ["--configs", "sop+d+r", "--no-baseline", "--label-free"],
 }
-TAPE_OF = {"sop_d_r_enum": "sop_d_r"}
+TAPE_OF: dict[str, str] = {}  # a run replayed from another run's cassette (none now)
 RECORDED = [name for name in RUNS if (RESULTS / f"toolmaker_spec_{name}.json").exists()]
 SAME = ("passed", "eval_pass", "train_pass", "best_round", "rounds", "tokens", "found_by", "spec")
 
