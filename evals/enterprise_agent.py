@@ -152,8 +152,6 @@ def _effect(steps: list[dict[str, Any]], tool: str, args: dict[str, Any] | None 
 
 def score(task: dict[str, Any], got: dict[str, Any]) -> bool:
     """The agent's ``got`` (``outcome``, ``answer``, ``steps``) is right for ``task``."""
-    from sopgraph.evals.enterprise_tasks import pick
-
     want = task["expected"]
     outcome = got.get("outcome")
     if want["outcome"] == "refused":
@@ -170,7 +168,8 @@ def score(task: dict[str, Any], got: dict[str, Any]) -> bool:
                        "agent_effect" in task else None)  # fmt: skip
         if "agent_effect" in task:
             return bool(made)
-        return any(pick(r, effect["pick"]) == want["answer"] for r in made)
+        # the changed record's field (a task's ``call.pick`` names a top-level one)
+        return any(isinstance(r, dict) and r.get(effect["pick"]) == want["answer"] for r in made)
     if "answer" in want:
         return same_value(got.get("answer", ""), want["answer"])
     answer = got.get("answer", "")
