@@ -38,6 +38,7 @@ from sopgraph.evals.sopbench.agents import (
     FunctionCallingAgent,
     ReActAgent,
     offering_tools,
+    results_as_user_turns,
 )
 from sopgraph.nodes.agent_middleware import ANSWER_TOOL
 from sopgraph.nodes.mcp import ServerConfig
@@ -212,10 +213,9 @@ async def run_persona(
 
 
 async def run_agent(kind: str, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from sopgraph.nodes.models import Settings, chat_model, tool_format
+    from sopgraph.nodes.models import chat_model
 
-    settings = Settings()  # chatml-function-calling drops tool turns (agents.tool_results_as_text)
-    as_text = settings.provider == "local" and tool_format(settings) == "chatml-function-calling"
+    as_text = results_as_user_turns()
     model = chat_model()
     by_persona: dict[str, list[dict[str, Any]]] = {}
     for task in tasks:

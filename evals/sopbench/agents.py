@@ -110,6 +110,15 @@ def offering_tools(model: Any) -> Any:
     return model.model_copy(update={"model_kwargs": {**kwargs, "tool_choice": "auto"}})
 
 
+def results_as_user_turns() -> bool:
+    """Whether the configured model's chat format drops tool turns (``tool_results_as_text``):
+    the local model under llama-cpp-python's ``chatml-function-calling``."""
+    from sopgraph.nodes.models import Settings, tool_format
+
+    settings = Settings()
+    return settings.provider == "local" and tool_format(settings) == "chatml-function-calling"
+
+
 def _unreachable(exc: Exception) -> bool:
     """No model answers: a refused connection, or a front's 502/503 for a dead upstream."""
     if isinstance(exc, openai.APIConnectionError):

@@ -146,13 +146,9 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         from sopgraph.nodes.models import chat_model
 
         cls = FunctionCallingAgent if args.agent == "fc" else ReActAgent
-        from sopgraph.nodes.models import Settings, tool_format
+        from sopgraph.evals.sopbench.agents import results_as_user_turns
 
-        # chatml-function-calling drops tool turns (see agents.tool_results_as_text)
-        settings = Settings()
-        as_text = (
-            settings.provider == "local" and tool_format(settings) == "chatml-function-calling"
-        )
+        as_text = results_as_user_turns()
         agent = cls(domain, chat_model(), extra, tool_results_in_user_turns=as_text)
         model = _model_label()
     spec = RunSpec(
