@@ -186,8 +186,16 @@ def dump(summary: dict[str, Any]) -> str:
 # -- the spec pipeline (many candidates chosen by execution) -----------------------------
 
 
-async def spec_deps(session: MakeSession, node_id: str, demos_from: str = "library", k: int = 3):
-    """One node's ``SpecDeps`` from an open session (demos: library, or none for cold start)."""
+async def spec_deps(
+    session: MakeSession,
+    node_id: str,
+    demos_from: str = "library",
+    k: int = 3,
+    exclude: frozenset[str] = frozenset(),
+    program: str | Path | None = "default",
+):
+    """One node's ``SpecDeps`` from an open session (demos: library, or none for cold start;
+    never of a node in ``exclude``); ``program``: the tool-maker's saved program."""
     from sopgraph.tools.registry import Registry
     from sopgraph.tools.toolmaker.context import brief_for
     from sopgraph.tools.toolmaker.data_catalog import DataCatalog
@@ -213,11 +221,8 @@ async def spec_deps(session: MakeSession, node_id: str, demos_from: str = "libra
         tables={s: t for s, t in full.tables.items() if s in brief.server_names},
         types=full.types,
     )
-    demos = (
-        nearest(cache["library"], node.text, list(node.data), k, node.id)
-        if demos_from == "library"
-        else []
-    )
+    pool = [d for d in cache["library"] if d.node not in exclude]
+    demos = nearest(pool, node.text, list(node.data), k, node.id) if demos_from == "library" else []
     fields = list(getattr(session.sop, "input_fields", None) or []) or [
         "site",
         "station",
@@ -226,7 +231,7 @@ async def spec_deps(session: MakeSession, node_id: str, demos_from: str = "libra
     return SpecDeps(
         sop=session.sop, node=node, brief=brief, data=data, runner=cache["runner"], demos=demos,
         input_fields=fields, lm=session.lm, reflector=Reflector(lm=session.judge_lm),
-        model=session.model,
+        model=session.model, program=program,
     )  # fmt: skip
 
 
@@ -244,11 +249,13 @@ async def eval_spec_toolmaker(
     baseline: bool = True,
     with_enumeration: bool = False,
     label_free: bool = False,
+    program: str | Path | None = "default",
     out_dir: Path | None = None,
     on_stage: Callable[[str, str, str, str], None] | None = None,
     on_row: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (node, seed, config), plus one ``llm-free`` row per node when ``baseline``.
+    ``program``: the tool-maker's saved program (``"default"``: the optimized one when saved).
 
     ``with_enumeration``: the LLM-free search's enumerated specs join round 0's model samples
     (rows and records marked ``+enum``). ``label_free``: the tool-maker never reads the
@@ -263,7 +270,7 @@ async def eval_spec_toolmaker(
         if train_limit:
             train = _stratified(train, train_limit)
         held_out = node_cases(cases_dir, node, "eval")
-        deps = await spec_deps(session, node, demos_from)
+        deps = await spec_deps(session, node, demos_from, program=program)
         if baseline:
             t0 = time.perf_counter()
             if on_stage:
@@ -337,6 +344,7 @@ async def eval_spec_toolmaker(
                 row["found_by"] = best.found_by if best else None
                 row["spec"] = best.candidate.spec if best else None
                 row["demonstrations"] = record.demonstrations
+                row["program"] = record.program
                 rows.append(row)
                 if on_row:
                     on_row(rows)

@@ -8,7 +8,13 @@ Python) and ``code`` writes the tool file itself, as in the paper.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dspy
+
+OPTIMIZED_MAKER = Path(__file__).parent / "optimized" / "check_maker.json"
+"""The spec tool-maker compiled by BootstrapFewShot on nodes outside the evaluation's node set
+(``sopgraph tools optimize-maker``); ``CheckMakerModule`` loads it by default."""
 
 
 class WriteToolSpec(dspy.Signature):
@@ -182,9 +188,15 @@ class WriteCheck(dspy.Signature):
 
 
 class CheckMakerModule(dspy.Module):
-    """Fills one node's spec; ``signature_for`` gives the node's constrained output type."""
+    """Fills one node's spec (the node's grammar constrains the reply, not the signature).
 
-    def __init__(self, spec_type: type | None = None):
+    Args:
+        spec_type: the spec field's type, when the signature rather than a grammar holds it.
+        program: a saved, optimized program to load (its few-shot demos); ``"default"`` loads
+            ``OPTIMIZED_MAKER`` when it exists, None starts zero-shot.
+    """
+
+    def __init__(self, spec_type: type | None = None, program: str | Path | None = "default"):
         super().__init__()
         sig = (
             WriteCheck
@@ -192,6 +204,22 @@ class CheckMakerModule(dspy.Module):
             else WriteCheck.with_updated_fields("spec", type_=spec_type)
         )
         self.write = dspy.Predict(sig)
+        path = program_path(program)
+        if path is not None:
+            self.load(str(path))
 
     async def aforward(self, config: dict | None = None, **inputs: str) -> dspy.Prediction:
         return await self.write.acall(**inputs, config=config or {})
+
+
+def program_path(program: str | Path | None) -> Path | None:
+    """The saved program ``program`` names: ``"default"`` is ``OPTIMIZED_MAKER`` when it exists;
+    None (or ``"none"``) is none."""
+    if program is None or str(program) == "none":
+        return None
+    if program == "default":
+        return OPTIMIZED_MAKER if OPTIMIZED_MAKER.is_file() else None
+    path = Path(program)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no saved tool-maker program; give a file or `none`")
+    return path

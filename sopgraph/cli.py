@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:2] == ["tools", "make"]:  # its own parser: several nodes and the make options
         args = argparse.Namespace(fn=lambda _: toolmaker.cmd_tools_make(argv[2:]))
+    elif argv[:2] == ["tools", "optimize-maker"]:
+        args = argparse.Namespace(fn=lambda _: toolmaker.cmd_tools_optimize_maker(argv[2:]))
     else:
         args = build_parser().parse_args(argv)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -105,6 +106,17 @@ def _nodes(sop_dir: Path, nodes: list[str], cases_dir: Path) -> list[str]:
     return nodes
 
 
+def _program(program: str) -> str | None:
+    """``--program`` checked before any model call: the saved program's name, or None."""
+    from sopgraph.prompts.toolmaker import program_path
+
+    try:
+        path = program_path(program)
+    except FileNotFoundError as exc:
+        raise UserError(f"--program {exc}") from None
+    return path.name if path else None
+
+
 def _progress(enabled: bool):
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -138,6 +150,11 @@ def _pipeline_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--demos", choices=["library", "none"], default="library",
         help="spec: demonstrations from the library's verified specs, or none (cold start)",
+    )  # fmt: skip
+    p.add_argument(
+        "--program", default="default", metavar="FILE|none",
+        help="spec: the tool-maker's saved DSPy program (default: the one `sopgraph tools "
+        "optimize-maker` saved in prompts/optimized/, when there is one; none: zero-shot)",
     )  # fmt: skip
 
 
@@ -188,6 +205,7 @@ def cmd_tools_make(argv: list[str]) -> int:
     sop_dir = _sop_dir(args.sop)
     cases_dir = _cases_dir(args.cases, sop_dir)
     nodes = _nodes(sop_dir, args.nodes, cases_dir)
+    _program(args.program)
     models = _models()
     from sopgraph.evals.toolmaker_eval import node_cases, spec_deps
     from sopgraph.tools.registry import Registry
@@ -214,7 +232,7 @@ def cmd_tools_make(argv: list[str]) -> int:
                     train = node_cases(cases_dir, node, "train")
                     held_out = node_cases(cases_dir, node, "eval")
                     if args.pipeline == "spec":
-                        sdeps = await spec_deps(session, node, args.demos)
+                        sdeps = await spec_deps(session, node, args.demos, program=args.program)
                         record = await make_spec_tool(
                             sdeps, train, config=args.config, samples=args.samples,
                             rounds=args.rounds, seed=args.seed, on_stage=stage,
@@ -286,6 +304,144 @@ def _make_line(r: dict[str, Any], sop: str) -> str:
     )
 
 
+# -- sopgraph tools optimize-maker ------------------------------------------------------
+
+
+def optimize_parser() -> argparse.ArgumentParser:
+    p = CliParser(
+        prog="sopgraph tools optimize-maker",
+        description="compile the spec tool-maker with DSPy's BootstrapFewShot on nodes the "
+        "evaluation never scores: a spec the model fills is kept as a demonstration when it "
+        "passes every training case of its node (the library's verified specs fill up); the "
+        "program is saved where the tool-maker loads it by default",
+    )
+    p.add_argument("sop", help="SOP file or folder")
+    p.add_argument(
+        "--nodes", help="comma-separated node ids to optimize on (default: every node with a "
+        "spec tool and labeled cases, outside the evaluation's node set and its measurements)",
+    )  # fmt: skip
+    p.add_argument("--max-nodes", type=positive_int, default=12,
+                   help="at most this many nodes, in a seeded order (default 12)")  # fmt: skip
+    p.add_argument("--demos", type=positive_int, default=2,
+                   help="demonstrations in the program (default 2)")  # fmt: skip
+    p.add_argument("--config", choices=CONFIGS, default="sop",
+                   help="the inputs the demonstrations show (default sop: the shortest)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="the nodes' order (default 0)")
+    p.add_argument("--cases", help="folder of <node>.jsonl labeled cases (default: the world's)")
+    p.add_argument(
+        "--out", help="where to save the program (default prompts/optimized/check_maker.json)"
+    )
+    p.add_argument("--json", action="store_true", help="print the attempts as JSON")
+    return p
+
+
+def cmd_tools_optimize_maker(argv: list[str]) -> int:
+    import random
+
+    from sopgraph.evals.toolmaker_eval import NODE_SET, node_cases, spec_deps
+    from sopgraph.prompts.toolmaker import OPTIMIZED_MAKER
+    from sopgraph.tools.registry import Registry
+    from sopgraph.tools.similar import reads
+    from sopgraph.tools.toolmaker.demos import canonical, library_specs
+    from sopgraph.tools.toolmaker.grammar import response_format, spec_model
+    from sopgraph.tools.toolmaker.optimize import Task, optimize_check_maker
+    from sopgraph.tools.toolmaker.sampling import inputs, params_of
+    from sopgraph.tools.toolmaker.session import MakeSession
+
+    args = optimize_parser().parse_args(argv)
+    sop_dir = _sop_dir(args.sop)
+    cases_dir = _cases_dir(args.cases, sop_dir)
+    out = Path(args.out) if args.out else OPTIMIZED_MAKER
+    models = _models()
+
+    async def go() -> tuple[Any, list[dict[str, Any]], list[str]]:
+        session = MakeSession(
+            sop_dir, chat=models.chat, lm=models.lm, judge_lm=models.judge_lm,
+            model=models.name,
+        )  # fmt: skip
+        async with session:
+            # the evaluation's nodes are neither optimized on nor shown: the pool of library
+            # demonstrations leaves them out, and so does every node that reads their data
+            library = [d for d in library_specs(session.sop, Registry(sop_dir / "tools"))
+                       if d.node not in NODE_SET]  # fmt: skip
+            held = {h.split(".", 1)[-1] for n in NODE_SET for h in session.node(n).data}
+            label = {d.node: canonical(d.spec) for d in library}
+            if args.nodes:
+                nodes = _nodes(sop_dir, _split_list(args.nodes), cases_dir)
+                bad = [n for n in nodes if n in NODE_SET or n not in label]
+                if bad:
+                    raise UserError(
+                        f"--nodes: {', '.join(bad)} is in the evaluation's node set or has no "
+                        "spec tool; optimize on other nodes"
+                    )
+            else:
+                nodes = []
+                for d in library:
+                    try:
+                        node_cases(cases_dir, d.node, "train")
+                    except FileNotFoundError:
+                        continue
+                    if not reads(d.spec) & held:
+                        nodes.append(d.node)
+                random.Random(args.seed).shuffle(nodes)
+            if not nodes:
+                raise UserError(f"{sop_dir}: no node to optimize on (spec tools with cases)")
+            tasks = []
+            for node in nodes:
+                if len(tasks) == args.max_nodes:
+                    break
+                deps = await spec_deps(session, node, exclude=frozenset(NODE_SET))
+                train = node_cases(cases_dir, node, "train")
+                check = await deps.runner.score(label[node], train)
+                if check.problem or check.passed < check.cases:
+                    # the grammar cannot say this tool (a field it lacks): no label to show
+                    print(f"{node}: skipped, its spec in the grammar's form passes "
+                          f"{check.passed}/{check.cases} training cases", file=sys.stderr)  # fmt: skip
+                    continue
+                reply = spec_model(deps.data, params_of(deps.brief, deps.node.text),
+                                   deps.input_fields, list(deps.node.data))  # fmt: skip
+                tasks.append(Task(
+                    node=node, texts=inputs(deps, args.config, "none"),
+                    response_format=response_format(reply),
+                    train=train, runner=deps.runner,
+                    label=label[node], lm=models.lm,
+                ))  # fmt: skip
+
+            def attempt(row: dict[str, Any]) -> None:
+                ok = (
+                    "kept"
+                    if row["problem"] is None and row["passed"] == row["cases"]
+                    else "not kept"
+                )
+                why = f" ({row['problem']})" if row["problem"] else ""
+                print(f"{time.strftime('%H:%M:%S')} {row['node']}: train "
+                      f"{row['passed']}/{row['cases']}{why}: {ok}", file=sys.stderr, flush=True)  # fmt: skip
+
+            with contextlib.redirect_stdout(sys.stderr):  # DSPy's optimizer prints progress
+                program, attempts = await optimize_check_maker(
+                    tasks, demos=args.demos, on_attempt=attempt
+                )
+            return program, attempts, [t.node for t in tasks]
+
+    program, attempts, nodes = asyncio.run(go())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    program.save(str(out))
+    kept = [a["node"] for a in attempts if a["problem"] is None and a["passed"] == a["cases"]]
+    summary = {"model": models.name, "optimizer": "BootstrapFewShot", "nodes": nodes,
+               "attempts": attempts, "bootstrapped": kept[: args.demos],
+               "demos": len(program.write.demos), "program": str(out)}  # fmt: skip
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+        return 0
+    print(
+        f"tool-maker optimized with BootstrapFewShot ({models.name}) on {len(attempts)} of "
+        f"{len(nodes)} nodes: {len(kept)} specs passed every training case; the program has "
+        f"{len(program.write.demos)} demonstrations ({', '.join(kept[: args.demos]) or 'none'} "
+        f"bootstrapped, the rest the library's verified specs); saved to {out}"
+    )
+    return 0
+
+
 # -- sopgraph eval toolmaker ------------------------------------------------------------
 
 
@@ -314,6 +470,7 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
         raise UserError(f"--seeds {args.seeds}: give comma-separated whole numbers") from None
     cases_dir = _cases_dir(args.cases, sop_dir)
     nodes = _nodes(sop_dir, _split_list(args.nodes) or NODE_SET, cases_dir)
+    program = _program(args.program) if args.pipeline == "spec" else None
     models = _models()
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
@@ -347,7 +504,8 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
                         rounds=args.rounds if args.rounds is not None else 1,
                         train_limit=args.train_cases, demos_from=args.demos,
                         baseline=not args.no_baseline, with_enumeration=args.with_enumeration,
-                        label_free=args.label_free, out_dir=out_dir / "records",
+                        label_free=args.label_free, program=args.program,
+                        out_dir=out_dir / "records",
                         on_stage=stage, on_row=partial,
                     )  # fmt: skip
                 return await eval_toolmaker(
@@ -366,6 +524,8 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
         return 0
     mode = "live" if live else "replayed/scripted (not live)"
     print(f"tool-maker eval, model {models.name} ({mode}); records and report in {out_dir}")
+    if args.pipeline == "spec":
+        print(f"tool-maker program: {program or 'zero-shot (no optimized program)'}")
     for name, c in summary["configs"].items():
         print(
             f"{name}: held-out pass@1 {c['pass_at_1']:.0%} ({len(c['nodes_passed'])} of "

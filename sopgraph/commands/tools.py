@@ -102,11 +102,22 @@ def register(sub: Any) -> None:
     )
     t.add_argument(
         "action",
-        choices=["list", "add", "promote", "revert", "remove", "rehash", "make", "convert-check"],
+        choices=[
+            "list",
+            "add",
+            "promote",
+            "revert",
+            "remove",
+            "rehash",
+            "make",
+            "optimize-maker",
+            "convert-check",
+        ],
         help="add: register a hand-written tool file as the node's next version (checked "
         "against the contract; active when the node has none); "
         "rehash: accept edited tool files by recording their new sha256; "
-        "make: see `sopgraph tools make --help`; convert-check: which active tools are specs, "
+        "make: see `sopgraph tools make --help`; optimize-maker: compile the tool-maker with "
+        "DSPy (see `sopgraph tools optimize-maker --help`); convert-check: which active tools are specs, "
         "each compared with the version it replaced on every labeled case",
     )
     t.add_argument("sop", help="SOP file or folder")

@@ -94,6 +94,25 @@ def test_a_record_without_a_runnable_candidate_is_not_registered(tmp_path):
         (["tools", "make", "{sop}", NODE, "--rounds", "99", "--cases", "{cases}"], "--rounds 99"),
         (["eval", "toolmaker", "{sop}", "--configs", "sop,sop+q", "--cases", "{cases}"], "sop+q"),
         (["eval", "toolmaker", "{sop}/missing"], "no such SOP"),
+        (
+            [
+                "eval",
+                "toolmaker",
+                "{sop}",
+                "--cases",
+                "{cases}",
+                "--nodes",
+                NODE,
+                "--program",
+                "{sop}/nope.json",
+            ],
+            "nope.json: no saved tool-maker program",
+        ),  # fmt: skip
+        (["tools", "optimize-maker", "{sop}"], "no labeled cases known for this SOP"),
+        (
+            ["tools", "optimize-maker", "{sop}", "--cases", "{cases}"],
+            "the tool-maker needs a model",
+        ),
     ],
 )
 def test_cli_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys, argv, message):

@@ -10,9 +10,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-import pytest_asyncio
 from dspy.utils import DummyLM
-from fc_world import fc_home, fc_world  # noqa: F401
+from fc_world import fc_home, fc_world, make_session  # noqa: F401
 from pydantic import ValidationError
 
 from sopgraph.evals.toolmaker_eval import node_cases, spec_deps
@@ -21,7 +20,6 @@ from sopgraph.tools.toolmaker.demos import canonical
 from sopgraph.tools.toolmaker.grammar import spec_model
 from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
 from sopgraph.tools.toolmaker.search import llm_free
-from sopgraph.tools.toolmaker.session import MakeSession
 
 shared_loop = pytest.mark.asyncio(loop_scope="module")
 TRIAGE = EXAMPLES / "fc_alarm_triage"
@@ -34,14 +32,9 @@ FLOW = {  # obs_upstream_flow_low, right but for the percent: the ratio is compa
 }  # fmt: skip
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def session(fc_home):  # noqa: F811 - the fixture imported above
-    mp = pytest.MonkeyPatch()
-    mp.setenv("SOPGRAPH_HOME", str(fc_home))
-    async with MakeSession(TRIAGE) as s:
-        s.cases = fc_home / "fc_world" / "cases"
-        yield s
-    mp.undo()
+@pytest.fixture
+def session(make_session):  # noqa: F811 - the fixture imported above
+    return make_session
 
 
 @shared_loop

@@ -23,16 +23,19 @@ from sopgraph.examples import EXAMPLES
 ROOT = Path(__file__).resolve().parents[2]
 TAPES = ROOT / "tests" / "cassettes"
 RESULTS = ROOT / "evals" / "model_results"
+ZERO_SHOT = ["--program", "none"]  # every run before the optimized program (2026-11-26)
 RUNS = {
-    "sop_d_r": ["--configs", "sop+d+r"],
-    "sop": ["--configs", "sop", "--no-baseline"],
-    "cold": ["--configs", "sop+d+r", "--demos", "none", "--no-baseline"],
-    "train5": ["--configs", "sop+d+r", "--train-cases", "5", "--no-baseline"],
-    "sop_d": ["--configs", "sop+d", "--no-baseline"],
-    "sop_r": ["--configs", "sop+r", "--no-baseline"],
+    "sop_d_r": ["--configs", "sop+d+r", *ZERO_SHOT],
+    "sop": ["--configs", "sop", "--no-baseline", *ZERO_SHOT],
+    "cold": ["--configs", "sop+d+r", "--demos", "none", "--no-baseline", *ZERO_SHOT],
+    "train5": ["--configs", "sop+d+r", "--train-cases", "5", "--no-baseline", *ZERO_SHOT],
+    "sop_d": ["--configs", "sop+d", "--no-baseline", *ZERO_SHOT],
+    "sop_r": ["--configs", "sop+r", "--no-baseline", *ZERO_SHOT],
     # the LLM-free search's enumerated specs added to round 0's samples (live, 2026-11-26)
-    "sop_d_r_enum": ["--configs", "sop+d+r", "--no-baseline", "--with-enumeration"],
-    "sop_d_r_label_free": ["--configs", "sop+d+r", "--no-baseline", "--label-free"],
+    "sop_d_r_enum": ["--configs", "sop+d+r", "--no-baseline", "--with-enumeration", *ZERO_SHOT],
+    "sop_d_r_label_free": ["--configs", "sop+d+r", "--no-baseline", "--label-free", *ZERO_SHOT],
+    # the tool-maker as `sopgraph tools optimize-maker` compiled it (the default program)
+    "sop_d_r_optimized": ["--configs", "sop+d+r", "--no-baseline"],
 }
 TAPE_OF: dict[str, str] = {}  # a run replayed from another run's cassette (none now)
 RECORDED = [name for name in RUNS if (RESULTS / f"toolmaker_spec_{name}.json").exists()]

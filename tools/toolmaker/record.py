@@ -164,6 +164,7 @@ class MakeRecord(BaseModel):
     eval_cases: int | None = None
     demonstrations: list[str] = Field(default_factory=list)  # spec pipeline: "node (score)"
     samples: int | None = None  # spec pipeline: candidates per round
+    program: str | None = None  # spec pipeline: the optimized program loaded (None: zero-shot)
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0

@@ -29,13 +29,14 @@ import pprint
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dspy
 
 from sopgraph.graphs.model import Node, Sop
 from sopgraph.prompts.adapter import dspy_context_with
-from sopgraph.prompts.toolmaker import CheckMakerModule
+from sopgraph.prompts.toolmaker import CheckMakerModule, program_path
 from sopgraph.tools.toolmaker.context import NodeBrief, check_text
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import Demo, canonical, render
@@ -67,6 +68,7 @@ class SpecDeps:
     lm: dspy.BaseLM | None = None
     reflector: Reflector | None = None
     model: str = "model"
+    program: str | Path | None = "default"  # the tool-maker's saved program (None: zero-shot)
 
 
 def _noop(stage: str, detail: str) -> None:
@@ -170,7 +172,9 @@ async def make_spec_tool(
         deps.data, params_of(deps.brief, deps.node.text), deps.input_fields, list(deps.node.data)
     )
     fmt = response_format(reply)
-    module = CheckMakerModule()
+    module = CheckMakerModule(program=deps.program)
+    loaded = program_path(deps.program)
+    record.program = loaded.name if loaded else None
     feedback = "none"
     best: tuple[dict[str, Any], Score, int] | None = None
     for n in range(1 + (rounds if with_repair else 0)):
