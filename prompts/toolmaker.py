@@ -13,8 +13,10 @@ from pathlib import Path
 import dspy
 
 OPTIMIZED_MAKER = Path(__file__).parent / "optimized" / "check_maker.json"
-"""The spec tool-maker compiled by BootstrapFewShot on nodes outside the evaluation's node set
-(``sopgraph tools optimize-maker``); ``CheckMakerModule`` loads it by default."""
+"""The spec tool-maker compiled on nodes outside the evaluation's node set (``sopgraph tools
+optimize-maker``); ``CheckMakerModule`` loads it by default when it exists. None ships: the
+compile of 2026-11-26 (``check_maker_bootstrap_2026-11-26.json`` beside it) measured worse than
+zero-shot (docs/toolmaker.md)."""
 
 
 class WriteToolSpec(dspy.Signature):

@@ -34,8 +34,15 @@ RUNS = {
     # the LLM-free search's enumerated specs added to round 0's samples (live, 2026-11-26)
     "sop_d_r_enum": ["--configs", "sop+d+r", "--no-baseline", "--with-enumeration", *ZERO_SHOT],
     "sop_d_r_label_free": ["--configs", "sop+d+r", "--no-baseline", "--label-free", *ZERO_SHOT],
-    # the tool-maker as `sopgraph tools optimize-maker` compiled it (the default program)
-    "sop_d_r_optimized": ["--configs", "sop+d+r", "--no-baseline"],
+    # the tool-maker as `sopgraph tools optimize-maker` compiled it (live, 2026-11-26; not the
+    # default program: it measured worse than zero-shot)
+    "sop_d_r_optimized": [
+        "--configs",
+        "sop+d+r",
+        "--no-baseline",
+        "--program",
+        str(ROOT / "prompts" / "optimized" / "check_maker_bootstrap_2026-11-26.json"),
+    ],  # fmt: skip
 }
 TAPE_OF: dict[str, str] = {}  # a run replayed from another run's cassette (none now)
 RECORDED = [name for name in RUNS if (RESULTS / f"toolmaker_spec_{name}.json").exists()]
