@@ -34,6 +34,9 @@ RUNS = {
     # the LLM-free search's enumerated specs added to round 0's samples (live, 2026-11-26)
     "sop_d_r_enum": ["--configs", "sop+d+r", "--no-baseline", "--with-enumeration", *ZERO_SHOT],
     "sop_d_r_label_free": ["--configs", "sop+d+r", "--no-baseline", "--label-free", *ZERO_SHOT],
+    # the enumeration configuration beside the LLM-free search on 8 nodes outside NODE_SET (live,
+    # 2026-11-26: is it tuned to NODE_SET?)
+    "other_sop_d_r_enum": ["--configs", "sop+d+r", "--with-enumeration", *ZERO_SHOT],
     # the tool-maker as `sopgraph tools optimize-maker` compiled it (live, 2026-11-26; not the
     # default program: it measured worse than zero-shot)
     "sop_d_r_optimized": [
