@@ -4,13 +4,17 @@ Each ``toolmaker_spec_<run>.jsonl`` cassette holds every exchange of one live ru
 `sopgraph eval toolmaker` with Qwen2.5-Coder-1.5B (recorded with ``SOPGRAPH_CASSETTE_MODE=fill``);
 ``evals/model_results/toolmaker_spec_<run>.json`` is what that live run printed. Replayed, the
 same samples are chosen by the same execution, so every row comes out the same; the replay says
-it is not live. Re-record: `/work/runs/s25/nodeset.sh`'s commands with the cassette removed
+it is not live. The runs the issue's bar is read from (``WHOLE``) replay every node; to keep CI
+under its 30 minutes the others replay their first ``PART`` nodes (every exchange of a node is
+replayed and its row compared whole; ``SOPGRAPH_REPLAY_WHOLE=1`` replays every node of every
+run). Re-record: `/work/runs/s25/nodeset.sh`'s commands with the cassette removed
 (about 20-40 minutes a run on this machine's CPU).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -47,6 +51,9 @@ RUNS = {
         str(ROOT / "prompts" / "optimized" / "check_maker_bootstrap_2026-11-26.json"),
     ],  # fmt: skip
 }
+WHOLE = {"sop_d_r", "sop_d_r_enum", "other_sop_d_r_enum"}
+PART = 5
+REPLAY_WHOLE = bool(os.environ.get("SOPGRAPH_REPLAY_WHOLE"))  # read before clean_env clears it
 TAPE_OF: dict[str, str] = {}  # a run replayed from another run's cassette (none now)
 RECORDED = [name for name in RUNS if (RESULTS / f"toolmaker_spec_{name}.json").exists()]
 SAME = ("passed", "eval_pass", "train_pass", "best_round", "rounds", "tokens", "found_by", "spec")
@@ -70,6 +77,9 @@ def test_a_live_spec_toolmaker_run_replays_to_its_published_rows(
     capsys,
 ):
     live = json.loads((RESULTS / f"toolmaker_spec_{name}.json").read_text())["rows"]
+    if name not in WHOLE and not REPLAY_WHOLE:
+        first = list(dict.fromkeys(r["node"] for r in live))[:PART]
+        live = [r for r in live if r["node"] in first]
     monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
     monkeypatch.setenv("SOPGRAPH_MODEL", "local")
     tape = TAPES / f"toolmaker_spec_{TAPE_OF.get(name, name)}.jsonl"
