@@ -206,9 +206,9 @@ class CheckMakerModule(dspy.Module):
             else WriteCheck.with_updated_fields("spec", type_=spec_type)
         )
         self.write = dspy.Predict(sig)
-        path = program_path(program)
-        if path is not None:
-            self.load(str(path))
+        self.program = program_path(program)  # the saved program loaded, or None (zero-shot)
+        if self.program is not None:
+            self.load(str(self.program))
 
     async def aforward(self, config: dict | None = None, **inputs: str) -> dspy.Prediction:
         return await self.write.acall(**inputs, config=config or {})

@@ -344,7 +344,7 @@ def cmd_tools_optimize_maker(argv: list[str]) -> int:
     from sopgraph.tools.similar import reads
     from sopgraph.tools.toolmaker.demos import canonical, library_specs
     from sopgraph.tools.toolmaker.grammar import response_format, spec_model
-    from sopgraph.tools.toolmaker.optimize import Task, optimize_check_maker
+    from sopgraph.tools.toolmaker.optimize import Task, optimize_check_maker, passed_all
     from sopgraph.tools.toolmaker.sampling import inputs, params_of
     from sopgraph.tools.toolmaker.session import MakeSession
 
@@ -408,11 +408,7 @@ def cmd_tools_optimize_maker(argv: list[str]) -> int:
                 ))  # fmt: skip
 
             def attempt(row: dict[str, Any]) -> None:
-                ok = (
-                    "kept"
-                    if row["problem"] is None and row["passed"] == row["cases"]
-                    else "not kept"
-                )
+                ok = "kept" if passed_all(row) else "not kept"
                 why = f" ({row['problem']})" if row["problem"] else ""
                 print(f"{time.strftime('%H:%M:%S')} {row['node']}: train "
                       f"{row['passed']}/{row['cases']}{why}: {ok}", file=sys.stderr, flush=True)  # fmt: skip
@@ -426,7 +422,7 @@ def cmd_tools_optimize_maker(argv: list[str]) -> int:
     program, attempts, nodes = asyncio.run(go())
     out.parent.mkdir(parents=True, exist_ok=True)
     program.save(str(out))
-    kept = [a["node"] for a in attempts if a["problem"] is None and a["passed"] == a["cases"]]
+    kept = [a["node"] for a in attempts if passed_all(a)]
     summary = {"model": models.name, "optimizer": "BootstrapFewShot", "nodes": nodes,
                "attempts": attempts, "bootstrapped": kept[: args.demos],
                "demos": len(program.write.demos), "program": str(out)}  # fmt: skip

@@ -92,7 +92,7 @@ async def optimize_check_maker(
         attempts.append(row)
         if on_attempt:
             on_attempt(row)
-        return row["problem"] is None and row["passed"] == row["cases"]
+        return passed_all(row)
 
     trainset = []
     for t in tasks:
@@ -106,6 +106,11 @@ async def optimize_check_maker(
     program = CheckMakerModule(program=None)
     program.write.demos = [_demo(d) for d in compiled.write.demos]
     return program, attempts
+
+
+def passed_all(attempt: dict[str, Any]) -> bool:
+    """Whether an attempt's spec ran and passed every training case of its node (kept)."""
+    return attempt["problem"] is None and attempt["passed"] == attempt["cases"]
 
 
 def _demo(example: dspy.Example) -> dspy.Example:

@@ -36,7 +36,7 @@ import dspy
 
 from sopgraph.graphs.model import Node, Sop
 from sopgraph.prompts.adapter import dspy_context_with
-from sopgraph.prompts.toolmaker import CheckMakerModule, program_path
+from sopgraph.prompts.toolmaker import CheckMakerModule
 from sopgraph.tools.toolmaker.context import NodeBrief, check_text
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import Demo, canonical, render
@@ -173,8 +173,7 @@ async def make_spec_tool(
     )
     fmt = response_format(reply)
     module = CheckMakerModule(program=deps.program)
-    loaded = program_path(deps.program)
-    record.program = loaded.name if loaded else None
+    record.program = module.program.name if module.program else None
     feedback = "none"
     best: tuple[dict[str, Any], Score, int] | None = None
     for n in range(1 + (rounds if with_repair else 0)):
