@@ -78,7 +78,10 @@ def _steps(messages: list[BaseMessage], chars: int | None = 500) -> list[dict[st
     for m in messages:
         for c in m.tool_calls if isinstance(m, AIMessage) else []:
             found = results.get(c["id"]) or [None]
-            steps.append({"tool": c["name"], "args": c["args"], "result": found.pop(0)})
+            step = {"tool": c["name"], "args": c["args"], "result": found.pop(0)}
+            if isinstance(m.content, str) and m.content.strip():
+                step["thought"] = m.content.strip()  # ReAct's Thought before the call
+            steps.append(step)
     return steps
 
 
@@ -108,6 +111,27 @@ def offering_tools(model: Any) -> Any:
     if not isinstance(kwargs, dict) or "tool_choice" in kwargs:
         return model
     return model.model_copy(update={"model_kwargs": {**kwargs, "tool_choice": "auto"}})
+
+
+def thoughts_in_calls(model: Any) -> Any:
+    """``model`` asking the local front for a ``thought`` before each call (ReAct's Thought).
+
+    Under the ``json-schema`` tool format a reply is a grammar-bound call with no room for
+    text, so the Thought ReAct writes before each Action is a field of the call
+    (``nodes/models/_tool_format``: ``thought_first``); it comes back as the message's text.
+    Only for a model behind the local front: another model writes its thoughts as text.
+    """
+    from sopgraph.nodes.models import THOUGHT_KEY, Settings, SettingsError, tool_format
+
+    if not hasattr(model, "extra_body"):  # not an OpenAI-compatible client (a scripted model)
+        return model
+    try:
+        settings = Settings()
+    except SettingsError:  # no model configured: not the local one
+        return model
+    if settings.provider != "local" or tool_format(settings) != "json-schema":
+        return model
+    return model.model_copy(update={"extra_body": {**(model.extra_body or {}), THOUGHT_KEY: True}})
 
 
 def results_as_user_turns() -> bool:
@@ -190,8 +214,8 @@ class McpToolsAgent:
             (str(m.content) for m in reversed(messages) if isinstance(m, AIMessage) and m.content),
             "",
         )
-        if answer is not None:
-            final = final or json.dumps(self._structured or answer)
+        if answer is not None:  # typed: the answer itself (a ReAct Thought may be the last text)
+            final = json.dumps(self._structured or answer)
         elif error is None:
             answer = parse_answer(final, self.columns)
         if error is None and answer is None:
@@ -359,3 +383,6 @@ class ReActAgent(_BaselineAgent):
     name = "react"
     turns = REACT_TURNS
     react = True
+
+    def __init__(self, domain: Domain, model: Any, *args: Any, **kwargs: Any):
+        super().__init__(domain, thoughts_in_calls(model), *args, **kwargs)

@@ -29,10 +29,15 @@ from sopgraph.nodes.models._model_file import (
 )
 from sopgraph.nodes.models._settings import OLLAMA_BASE_URL, Settings
 from sopgraph.nodes.models._settings_error import SettingsError
-from sopgraph.nodes.models._tool_format import DEFAULT_TOOL_FORMAT, TOOL_FORMATS, ToolFormat
+from sopgraph.nodes.models._tool_format import (
+    DEFAULT_TOOL_FORMAT,
+    THOUGHT_KEY,
+    TOOL_FORMATS,
+    ToolFormat,
+)
 
 __all__ = [
-    "DEFAULT_TOOL_FORMAT", "OLLAMA_BASE_URL", "QWEN", "TOOL_FORMATS", "ChatOpenAICompatible",
+    "DEFAULT_TOOL_FORMAT", "OLLAMA_BASE_URL", "QWEN", "THOUGHT_KEY", "TOOL_FORMATS", "ChatOpenAICompatible",
     "LocalModelError", "LocalModelServer", "LocalModelUnavailable", "ModelFile", "ModelFileError",
     "Settings", "SettingsError", "ToolFormat", "assemble", "chat_model", "dspy_lm",
     "ensure_installed", "local_model", "running_fronts", "shared_server", "tool_format",

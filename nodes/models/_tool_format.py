@@ -13,7 +13,11 @@ Three formats, compared live by ``sopgraph model toolcall-formats``
 - ``json-schema``: the tools described in the system prompt and the reply constrained by a
   JSON schema (llama.cpp's grammar) to ``{"tool", "arguments"}`` or ``{"answer"}``; a
   ``tool_choice`` of ``required`` leaves out the text answer and one naming a tool leaves only
-  that tool (how an agent forces its typed answer).
+  that tool (how an agent forces its typed answer). A request that sends
+  ``"thought_first": true`` (the ReAct agent) gets a ``thought`` string before ``tool`` in
+  every call: the Thought a ReAct step writes before its Action, which the grammar would
+  otherwise leave no room for. The thought comes back as
+  the message's text, and goes back to the model with its call in later turns.
 
 The front (``model_proxy``) applies a ``ToolCallAdapter`` to requests that offer tools and to
 their replies; requests without tools (DSPy, CodeAct) pass unchanged. Cassettes keep the
@@ -149,7 +153,8 @@ def _bare_calls(text: str, offered: set[str]) -> tuple[list[dict[str, Any]], str
 
 
 def parse_json_reply(text: str) -> ParsedReply:
-    """A reply of the ``json-schema`` format: ``{"tool", "arguments"}`` or ``{"answer"}``."""
+    """A reply of the ``json-schema`` format: ``{"tool", "arguments"}`` (after a ``thought``
+    when the request asked for one: it becomes the reply's text) or ``{"answer"}``."""
     try:
         obj = json.loads(text)
     except ValueError:
@@ -157,7 +162,8 @@ def parse_json_reply(text: str) -> ParsedReply:
     if isinstance(obj, dict) and "tool" in obj:
         call = _call(obj["tool"], obj.get("arguments"))
         if isinstance(call, dict):
-            return ParsedReply("", [call])
+            thought = obj.get("thought")
+            return ParsedReply(thought.strip() if isinstance(thought, str) else "", [call])
         return ParsedReply(text, errors=[call])
     if isinstance(obj, dict) and isinstance(obj.get("answer"), str):
         return ParsedReply(obj["answer"])
@@ -215,10 +221,11 @@ class ToolCallAdapter:
     def request(self, body: dict[str, Any]) -> dict[str, Any]:
         """The body the server gets."""
         body = copy.deepcopy(body)
+        thought = body.pop(THOUGHT_KEY, None)
         if self.format == "hermes":
             body["messages"] = [_hermes_message(m) for m in body.get("messages", [])]
             return body
-        return _json_schema_request(body)
+        return _json_schema_request(body, thoughts=bool(thought))
 
     def response(self, request: dict[str, Any], reply: Any) -> Any:
         """The reply the client gets: ``<tool_call>`` blocks or JSON calls as ``tool_calls``."""
@@ -276,7 +283,14 @@ JSON_TOOLS = """
 You can call these tools (name: description; arguments as a JSON schema):
 {tools}
 
-Reply with one JSON object only: {{"tool": "<tool name>", "arguments": {{...}}}} to call a tool{rest}"""
+Reply with one JSON object only: {call} to call a tool{rest}"""
+JSON_CALL = '{{"tool": "<tool name>", "arguments": {{...}}}}'
+JSON_THOUGHT_CALL = (
+    '{{"thought": "<one short sentence: what you need next and why>", '
+    '"tool": "<tool name>", "arguments": {{...}}}}'
+)
+THOUGHT_KEY = "thought_first"
+"""A request's extension asking for a ``thought`` before each call (see the module's text)."""
 JSON_TEXT_ANSWER = """,
 or {"answer": "<your reply>"} when you need no more tools."""
 
@@ -289,7 +303,9 @@ def _forced_tool(choice: Any) -> str | None:
     return None
 
 
-def _json_schema_request(body: dict[str, Any]) -> dict[str, Any]:
+def _json_schema_request(body: dict[str, Any], thoughts: bool = False) -> dict[str, Any]:
+    """``body`` for the ``json-schema`` format; with ``thoughts`` a call opens with a
+    ``thought``."""
     tools = [t["function"] for t in body.pop("tools", []) if "function" in t]
     choice = body.pop("tool_choice", None)
     forced = _forced_tool(choice)
@@ -307,10 +323,12 @@ def _json_schema_request(body: dict[str, Any]) -> dict[str, Any]:
         role = m.get("role")
         if role == "assistant" and m.get("tool_calls"):
             lines = []
+            thought = _text(m.get("content")).strip()
             for c in m["tool_calls"]:
                 names[c.get("id", "")] = c["function"]["name"]
-                lines.append(json.dumps({"tool": c["function"]["name"],
-                                         "arguments": _arguments(c["function"].get("arguments"))}))  # fmt: skip
+                call = {"tool": c["function"]["name"], "arguments": _arguments(c["function"].get("arguments"))}  # fmt: skip
+                lines.append(json.dumps({"thought": thought, **call} if thought else call))
+                thought = ""  # one thought, before the first call
             messages.append({"role": "assistant", "content": "\n".join(lines)})
         elif role == "assistant":
             messages.append({"role": "assistant", "content": json.dumps({"answer": _text(m.get("content"))})})  # fmt: skip
@@ -320,31 +338,33 @@ def _json_schema_request(body: dict[str, Any]) -> dict[str, Any]:
         else:
             messages.append(m)
     free_text = choice not in ("required", "any") and forced is None
-    extra = JSON_TOOLS.format(tools=described, rest=JSON_TEXT_ANSWER if free_text else ".")
+    extra = JSON_TOOLS.format(
+        tools=described,
+        call=(JSON_THOUGHT_CALL if thoughts else JSON_CALL).format(),
+        rest=JSON_TEXT_ANSWER if free_text else ".",
+    )
     if messages and messages[0].get("role") == "system":
         messages[0] = {**messages[0], "content": _text(messages[0].get("content")) + extra}
     else:
         messages.insert(0, {"role": "system", "content": extra.strip()})
     body["messages"] = messages
-    choices = [
-        {
-            "type": "object",
-            "properties": {
-                "tool": {"const": t["name"]},
-                "arguments": grammar_safe(
-                    t.get("parameters") or {"type": "object", "properties": {}}
-                ),
-            },
-            "required": ["tool", "arguments"],
-        }
-        for t in tools
-    ]
+    choices = [_call_schema(t, thoughts) for t in tools]
     if free_text:
         choices.append(
             {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
         )
     body["response_format"] = {"type": "json_object", "schema": {"anyOf": choices}}
     return body
+
+
+def _call_schema(tool: dict[str, Any], thought: bool) -> dict[str, Any]:
+    """One tool's call object: its name and arguments, after a ``thought`` when asked."""
+    properties: dict[str, Any] = {"thought": {"type": "string"}} if thought else {}
+    properties["tool"] = {"const": tool["name"]}
+    properties["arguments"] = grammar_safe(
+        tool.get("parameters") or {"type": "object", "properties": {}}
+    )
+    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 MAX_GRAMMAR_REPEAT = 64

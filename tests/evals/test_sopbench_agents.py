@@ -313,6 +313,39 @@ def test_local_chat_format_gets_tool_choice_and_results_as_user_turns():
     assert isinstance(view[1], HumanMessage) and view[1].content == 'Result of getOrder: {"a": 1}'
 
 
+def test_react_asks_the_local_model_for_a_thought_before_each_call(monkeypatch):
+    from langchain_openai import ChatOpenAI
+
+    from sopgraph.evals.sopbench.agents import thoughts_in_calls
+    from sopgraph.nodes.models import THOUGHT_KEY
+
+    openai_like = ChatOpenAI(model="m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SOPGRAPH_MODEL", "openai:some-hosted-model")
+    assert thoughts_in_calls(openai_like) is openai_like  # a hosted model writes text
+    monkeypatch.setenv("SOPGRAPH_MODEL", "local")
+    monkeypatch.setenv("SOPGRAPH_LOCAL_TOOL_FORMAT", "json-schema")
+    assert thoughts_in_calls(openai_like).extra_body == {THOUGHT_KEY: True}
+    monkeypatch.setenv("SOPGRAPH_LOCAL_TOOL_FORMAT", "hermes")
+    assert thoughts_in_calls(openai_like) is openai_like  # hermes replies have text already
+
+
+async def test_a_react_thought_is_kept_with_its_call_and_the_answer_stays_typed():
+    def responder(messages):
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if not results:
+            return AIMessage("I need the order first.", tool_calls=[_call("getOrder", {"order_id": "O_001"}, "c1")])  # fmt: skip
+        answer = {"reasoning": "delivered, within 30 days", "refund_decision": "Approved"}
+        call = {"name": "answer", "args": answer, "id": "c2", "type": "tool_call"}
+        return AIMessage("I can decide now.", tool_calls=[call])
+
+    domain = load_domain(REFUND)
+    async with ReActAgent(domain, ScriptedChatModel(responder=responder)) as agent:
+        r = await agent.solve(domain.tasks[0])
+    assert r.answer == {"refund_decision": "Approved"}
+    assert r.steps[0]["thought"] == "I need the order first." and r.steps[0]["tool"] == "getOrder"
+    assert json.loads(r.final_text)["refund_decision"] == "Approved"  # not the last thought
+
+
 @pytest.mark.parametrize("cls", [FunctionCallingAgent, ReActAgent])
 async def test_tool_results_reach_the_model_as_user_turns(cls):
     from langchain_core.messages import HumanMessage

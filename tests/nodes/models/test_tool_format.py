@@ -14,7 +14,14 @@ from fake_chat import FakeChatServer
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from model_env import clean_env  # noqa: F401 - the autouse fixture
 
-from sopgraph.nodes.models import LocalModelServer, Settings, SettingsError, chat_model, tool_format
+from sopgraph.nodes.models import (
+    THOUGHT_KEY,
+    LocalModelServer,
+    Settings,
+    SettingsError,
+    chat_model,
+    tool_format,
+)
 from sopgraph.nodes.models._tool_format import (
     DEFAULT_TOOL_FORMAT,
     ToolCallAdapter,
@@ -194,6 +201,44 @@ def test_json_schema_constrains_the_reply_and_describes_the_tools(scripted):
         "content": '{"tool": "get_weather", "arguments": {"city": "Oslo"}}',
     }
     assert second["messages"][3] == {"role": "user", "content": "Result of get_weather: sunny"}
+
+
+def test_a_thought_opens_each_call_when_the_request_asks(scripted):
+    """ReAct's Thought under the grammar: a ``thought`` field before ``tool``, returned as the
+    message's text and sent back with its call; the extension key never reaches the server."""
+    scripted.replies = [
+        '{"thought": "I need the weather first.", "tool": "get_weather", '
+        '"arguments": {"city": "Oslo"}}',
+        '{"thought": "Sunny: I can answer.", "tool": "get_weather", "arguments": {"city": "Bergen"}}',
+    ]
+    try:
+        settings = Settings(
+            model="local", base_url=scripted.base_url, local_tool_format="json-schema"
+        )
+        base = chat_model(settings, max_retries=0)
+    except SettingsError:
+        pytest.skip("llama-cpp-python is not installed")
+    llm = base.model_copy(update={"extra_body": {THOUGHT_KEY: True}}).bind_tools([WEATHER])
+    call = llm.invoke([SystemMessage("You help."), HumanMessage("Weather in Oslo?")])
+    assert call.content == "I need the weather first."
+    assert [(c["name"], c["args"]) for c in call.tool_calls] == [("get_weather", {"city": "Oslo"})]
+    llm.invoke(_history(call))
+    first, second = scripted.requests
+    assert THOUGHT_KEY not in first
+    union = first["response_format"]["schema"]["anyOf"]
+    assert list(union[0]["properties"]) == ["thought", "tool", "arguments"]
+    assert union[0]["required"] == ["thought", "tool", "arguments"]
+    assert '{"thought": "<one short sentence' in first["messages"][0]["content"]
+    assert json.loads(second["messages"][2]["content"]) == {
+        "thought": "I need the weather first.",
+        "tool": "get_weather",
+        "arguments": {"city": "Oslo"},
+    }
+    plain = ToolCallAdapter("json-schema").request({"messages": [], "tools": [WEATHER]})
+    assert list(plain["response_format"]["schema"]["anyOf"][0]["properties"]) == [
+        "tool",
+        "arguments",
+    ]  # without the key: calls as before
 
 
 def test_requests_without_tools_pass_unchanged(scripted):
