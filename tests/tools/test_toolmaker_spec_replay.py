@@ -41,6 +41,8 @@ RUNS = {
     # the enumeration configuration beside the LLM-free search on 8 nodes outside NODE_SET (live,
     # 2026-11-26: is it tuned to NODE_SET?)
     "other_sop_d_r_enum": ["--configs", "sop+d+r", "--with-enumeration", *ZERO_SHOT],
+    # the same on the 22 other nodes outside NODE_SET that have cases (live, 2026-11-26)
+    "rest_sop_d_r_enum": ["--configs", "sop+d+r", "--with-enumeration", *ZERO_SHOT],
     # the tool-maker as `sopgraph tools optimize-maker` compiled it (live, 2026-11-26; not the
     # default program: it measured worse than zero-shot)
     "sop_d_r_optimized": [
