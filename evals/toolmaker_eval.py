@@ -176,6 +176,13 @@ def render_report(summary: dict[str, Any]) -> str:
             f"| {r['train_pass']:.0%} | {r['baseline_eval_acc']:.0%} | {r['best_round']} "
             f"| {r['tokens']:,} | {r['seconds']:.0f} | {notes} |"
         )
+    differing = [r for r in summary["rows"] if r.get("vs_library")]
+    if differing:
+        out += ["", "## Where each failing spec departs from the library's", ""]
+        for r in differing:
+            ev = "-" if r["eval_pass"] is None else f"{r['eval_pass']:.0%}"
+            what = "; ".join(r["vs_library"]).replace("|", "/")
+            out.append(f"- {r['config']}, {r['node']} (held-out {ev}): {what}")
     return "\n".join(out) + "\n"
 
 
@@ -264,6 +271,7 @@ async def eval_spec_toolmaker(
     from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
     from sopgraph.tools.toolmaker.search import llm_free
 
+    library = library_spec_map(session)
     rows: list[dict[str, Any]] = []
     for node in nodes:
         train = node_cases(cases_dir, node, "train")
@@ -293,6 +301,7 @@ async def eval_spec_toolmaker(
             row = _row(rec, train, held_out)
             row["config"] = "llm-free"
             row["spec"] = spec
+            row["vs_library"] = vs_library(row, library)
             rows.append(row)
             if out_dir is not None:
                 path = out_dir / "llm-free" / f"{node}.json"
@@ -345,10 +354,35 @@ async def eval_spec_toolmaker(
                 row["spec"] = best.candidate.spec if best else None
                 row["demonstrations"] = record.demonstrations
                 row["program"] = record.program
+                row["vs_library"] = vs_library(row, library)
                 rows.append(row)
                 if on_row:
                     on_row(rows)
     return rows
+
+
+def library_spec_map(session: MakeSession) -> dict[str, dict[str, Any]]:
+    """Each node whose active library tool is a spec, and that spec (what a failing row is
+    compared with)."""
+    from sopgraph.tools.registry import Registry
+    from sopgraph.tools.similar import library_specs
+
+    pool = library_specs(session.sop, Registry(session.sop_dir / "tools"))
+    return {entry.node: entry.spec for entry in pool}
+
+
+def vs_library(row: dict[str, Any], library: dict[str, dict[str, Any]]) -> list[str] | None:
+    """Where a failing row's kept spec departs from the node's library spec, one phrase each
+    (``tools/spec/compare``); None for a row that passed, kept no spec or has no library spec."""
+    from sopgraph.tools.spec.compare import differences
+
+    reference = library.get(row["node"])
+    if row["passed"] or not row.get("spec") or reference is None:
+        return None
+    try:
+        return differences(row["spec"], reference)
+    except Exception as exc:  # noqa: BLE001 - a row is reported even when this comparison fails
+        return [f"not compared: {type(exc).__name__}: {exc}"]
 
 
 def _stratified(cases: list[Case], n: int) -> list[Case]:

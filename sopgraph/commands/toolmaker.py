@@ -541,6 +541,8 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
             f"train {r['train_pass']:.0%}, {r['tokens']:,} tok, {r['seconds']:.0f} s"
             + (f"  ({'; '.join(r['notes'])[:160]})" if r["notes"] and not r["passed"] else "")
         )
+        if r.get("vs_library"):
+            print(f"       vs the library's spec: {'; '.join(r['vs_library'])[:300]}")
     print(f"report: {report}")
     if args.pipeline == "spec":
         from sopgraph.evals.toolmaker_eval import sampling_speed

@@ -98,3 +98,11 @@ def test_a_live_spec_toolmaker_run_replays_to_its_published_rows(
         return {(r["config"], r["node"]): {k: r.get(k) for k in SAME} for r in rows}
 
     assert key(replayed["rows"]) == key(live)
+    # each failing row says where its kept spec departs from the library's verified one
+    assert all(r["vs_library"] is None for r in replayed["rows"] if r["passed"])
+    if name == "sop_d_r":
+        by = {(r["config"], r["node"]): r["vs_library"] for r in replayed["rows"]}
+        assert "does not read pick_attempts" in by[("sop+d+r", "obs_pick_error_high")]
+        assert (
+            "label_stock_pct reduce mean (library: last)" in by[("sop+d+r", "rc_label_stock_low")]
+        )
