@@ -68,3 +68,17 @@ def test_rows_filters_and_lookups_are_compared():
     assert "tickets.* where {site: $site} (library: {site: $site, equipment_id: $robot})" in got
     assert "tickets.* open_at None (library: ('opened_at', 'closed_at'))" in got
     assert "tickets.* minutes 30 (library: None)" in got
+
+
+def test_a_source_read_twice_is_numbered_in_both_specs():
+    now = {"server": "robotics", "metric": "units_inducted", "minutes": 60, "reduce": "sum"}
+    before = {**now, "offset_minutes": 60}
+    ref = {"measures": {"now": now, "before": before}, "value": "(before - now) / before",
+           "scale": 100, "op": ">", "threshold": "drop_pct"}  # fmt: skip
+    made = {"measures": {"a": {**now, "reduce": "last"}}, "value": "a", "scale": 100, "op": ">",
+            "threshold": "drop_pct"}  # fmt: skip
+    assert differences(made, ref) == [
+        "does not read units_inducted#2",
+        "value units_inducted#1 (library: (units_inducted#2 - units_inducted#1) / units_inducted#2)",
+        "units_inducted#1 reduce last (library: sum)",
+    ]  # the one reading is matched with the library's first, not reported as another source

@@ -18,10 +18,11 @@ Example:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import fields
 from typing import Any
 
-from sopgraph.tools.spec.model import Check, Measure
+from sopgraph.tools.spec.model import Check, Keep, Measure
 
 _CHECK_FIELDS = ("scale", "op", "threshold", "missing", "zero_division")
 _MEASURE_FIELDS = tuple(
@@ -45,11 +46,11 @@ def differences(made: Check | dict[str, Any], reference: Check | dict[str, Any])
     a = made if isinstance(made, Check) else Check.from_dict(made)
     b = reference if isinstance(reference, Check) else Check.from_dict(reference)
     out: list[str] = []
-    mine = {source(m): (name, m) for name, m in a.measures.items()}
-    theirs = {source(m): (name, m) for name, m in b.measures.items()}
+    twice = _read_twice(a) | _read_twice(b)
+    mine, theirs = _labelled(a, twice), _labelled(b, twice)
     out += [f"does not read {s}" for s in theirs if s not in mine]
     out += [f"reads {s}, which the library does not" for s in mine if s not in theirs]
-    value_a, value_b = _formula(a.value, a), _formula(b.value, b)
+    value_a, value_b = _formula(a.value, mine), _formula(b.value, theirs)
     if value_a != value_b:
         out.append(f"value {value_a} (library: {value_b})")
     for name in _CHECK_FIELDS:
@@ -57,7 +58,7 @@ def differences(made: Check | dict[str, Any], reference: Check | dict[str, Any])
         if x != y and not (name == "zero_division" and len(b.measures) == 1):
             out.append(f"{name} {_show(x)} (library: {_show(y)})")
     if a.guard != b.guard:
-        out.append(f"guard {_formula(a.guard, a)} (library: {_formula(b.guard, b)})")
+        out.append(f"guard {_formula(a.guard, mine)} (library: {_formula(b.guard, theirs)})")
     lookups_a = {(x.table, x.column) for x in a.lookups.values()}
     lookups_b = {(x.table, x.column) for x in b.lookups.values()}
     out += [f"does not look up {t}.{c}" for t, c in sorted(lookups_b - lookups_a)]
@@ -75,15 +76,35 @@ def differences(made: Check | dict[str, Any], reference: Check | dict[str, Any])
     return out
 
 
-def _formula(text: str | None, check: Check) -> str:
+def _read_twice(check: Check) -> set[str]:
+    """The sources ``check`` reads more than once (now and an hour before)."""
+    count = Counter(source(m) for m in check.measures.values())
+    return {src for src, n in count.items() if n > 1}
+
+
+def _labelled(check: Check, twice: set[str]) -> dict[str, tuple[str, Measure]]:
+    """Each measurement under what it reads; a source either spec reads twice is numbered in
+    order (``units_inducted#1``, ``units_inducted#2``) in both."""
+    seen: Counter[str] = Counter()
+    out = {}
+    for name, m in check.measures.items():
+        src = source(m)
+        seen[src] += 1
+        out[f"{src}#{seen[src]}" if src in twice else src] = (name, m)
+    return out
+
+
+def _formula(text: str | None, labelled: dict[str, tuple[str, Measure]]) -> str:
     """A formula with each measurement's name replaced by what it reads."""
     if text is None:
         return "none"
-    names = {name: source(m) for name, m in check.measures.items()}
+    names = {name: label for label, (name, _) in labelled.items()}
     return " ".join(_NAME.sub(lambda g: names.get(g.group(0), g.group(0)), text).split())
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, Keep):
+        return f"keep {value.op} {value.threshold}"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, dict):
