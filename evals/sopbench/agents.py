@@ -113,6 +113,17 @@ def offering_tools(model: Any) -> Any:
     return model.model_copy(update={"model_kwargs": {**kwargs, "tool_choice": "auto"}})
 
 
+def _local_tool_format() -> str | None:
+    """The tool-call format of the configured model when it is the local one, else None."""
+    from sopgraph.nodes.models import Settings, SettingsError, tool_format
+
+    try:
+        settings = Settings()
+    except SettingsError:  # no model configured: not the local one (the model call says so)
+        return None
+    return tool_format(settings) if settings.provider == "local" else None
+
+
 def thoughts_in_calls(model: Any) -> Any:
     """``model`` asking the local front for a ``thought`` before each call (ReAct's Thought).
 
@@ -121,26 +132,17 @@ def thoughts_in_calls(model: Any) -> Any:
     (``nodes/models/_tool_format``: ``thought_first``); it comes back as the message's text.
     Only for a model behind the local front: another model writes its thoughts as text.
     """
-    from sopgraph.nodes.models import THOUGHT_KEY, Settings, SettingsError, tool_format
+    from sopgraph.nodes.models import THOUGHT_KEY
 
-    if not hasattr(model, "extra_body"):  # not an OpenAI-compatible client (a scripted model)
-        return model
-    try:
-        settings = Settings()
-    except SettingsError:  # no model configured: not the local one
-        return model
-    if settings.provider != "local" or tool_format(settings) != "json-schema":
-        return model
+    if not hasattr(model, "extra_body") or _local_tool_format() != "json-schema":
+        return model  # a scripted model, a hosted one, or another local format
     return model.model_copy(update={"extra_body": {**(model.extra_body or {}), THOUGHT_KEY: True}})
 
 
 def results_as_user_turns() -> bool:
     """Whether the configured model's chat format drops tool turns (``tool_results_as_text``):
     the local model under llama-cpp-python's ``chatml-function-calling``."""
-    from sopgraph.nodes.models import Settings, tool_format
-
-    settings = Settings()
-    return settings.provider == "local" and tool_format(settings) == "chatml-function-calling"
+    return _local_tool_format() == "chatml-function-calling"
 
 
 def _unreachable(exc: Exception) -> bool:

@@ -284,10 +284,10 @@ You can call these tools (name: description; arguments as a JSON schema):
 {tools}
 
 Reply with one JSON object only: {call} to call a tool{rest}"""
-JSON_CALL = '{{"tool": "<tool name>", "arguments": {{...}}}}'
+JSON_CALL = '{"tool": "<tool name>", "arguments": {...}}'
 JSON_THOUGHT_CALL = (
-    '{{"thought": "<one short sentence: what you need next and why>", '
-    '"tool": "<tool name>", "arguments": {{...}}}}'
+    '{"thought": "<one short sentence: what you need next and why>", '
+    '"tool": "<tool name>", "arguments": {...}}'
 )
 THOUGHT_KEY = "thought_first"
 """A request's extension asking for a ``thought`` before each call (see the module's text)."""
@@ -340,7 +340,7 @@ def _json_schema_request(body: dict[str, Any], thoughts: bool = False) -> dict[s
     free_text = choice not in ("required", "any") and forced is None
     extra = JSON_TOOLS.format(
         tools=described,
-        call=(JSON_THOUGHT_CALL if thoughts else JSON_CALL).format(),
+        call=JSON_THOUGHT_CALL if thoughts else JSON_CALL,
         rest=JSON_TEXT_ANSWER if free_text else ".",
     )
     if messages and messages[0].get("role") == "system":
