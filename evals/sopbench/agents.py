@@ -23,7 +23,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel, Field, create_model
 
-from sopgraph.evals.sopbench.agent_result import AgentResult
+from sopgraph.evals.sopbench.agent_result import AgentResult, token_usage
 from sopgraph.evals.sopbench.answer import parse_answer
 from sopgraph.evals.sopbench.domain import Domain, Task
 from sopgraph.evals.sopbench.server import server_config
@@ -55,15 +55,6 @@ def system_prompt(domain: Domain, react: bool = False) -> str:
 
 def task_prompt(task: Task) -> str:
     return "Task input:\n" + json.dumps(task.inputs, indent=2)
-
-
-def _usage(messages: list[BaseMessage]) -> dict[str, int]:
-    n_in = n_out = 0
-    for m in messages:
-        usage = getattr(m, "usage_metadata", None) or {}
-        n_in += int(usage.get("input_tokens") or 0)
-        n_out += int(usage.get("output_tokens") or 0)
-    return {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
 
 
 def _steps(messages: list[BaseMessage], chars: int | None = 500) -> list[dict[str, Any]]:
@@ -173,6 +164,7 @@ class McpToolsAgent:
     turns = FC_TURNS
     result_chars: int | None = 500  # of each tool result kept in a task's steps
     _structured: dict[str, Any] | None = None  # the last typed answer, reasoning included
+    decide = "none"  # "code": the SOP's rule applied by code after the answer (decide.py)
 
     def __init__(
         self,
@@ -181,10 +173,13 @@ class McpToolsAgent:
         distractors: list[str] | None = None,
         *,
         tool_results_in_user_turns: bool = False,
+        decide: str = "none",
     ):
         self.domain = domain
         self.columns = domain.output_columns
+        self.chat = model  # the plain model: the decide-by-code step offers it no tools
         self.model = offering_tools(model)
+        self.decide = decide
         self.as_text = tool_results_in_user_turns  # see ``tool_results_as_text``
         self.config = server_config(domain.path, distractors)
         self.tools: list[Any] = []
@@ -226,7 +221,7 @@ class McpToolsAgent:
             answer=answer,
             final_text=final,
             error=error,
-            tokens=_usage(messages),
+            tokens=token_usage(messages),
             seconds=time.perf_counter() - start,
             turns=sum(isinstance(m, AIMessage) for m in messages),
             steps=_steps(messages, self.result_chars),
@@ -363,7 +358,34 @@ class _BaselineAgent(McpToolsAgent):
             data = structured.model_dump() if isinstance(structured, BaseModel) else structured
             self._structured = data
             answer = {c: str(data.get(c, "")) for c in self.columns}
-        return ended(messages, start, None, answer)
+        result = ended(messages, start, None, answer)
+        if self.decide == "code" and result.error is None:
+            await self._decide_by_code(task, messages, result, start)
+        return result
+
+    async def _decide_by_code(
+        self, task: Any, messages: list[BaseMessage], result: AgentResult, start: float
+    ) -> None:
+        """The SOP's rule applied by code over the gathered data (``decide.py``): its answer
+        replaces the agent's when usable; the step is kept in the result either way."""
+        from sopgraph.evals.sopbench.decide import Decision, decide_by_code
+
+        allowed = {c: allowed_values(self.domain.sop_text, c) for c in self.columns}
+        try:
+            decision = await decide_by_code(
+                self.chat, self.domain.sop_text, task.inputs, messages, allowed, result.answer
+            )
+        except Exception as exc:  # noqa: BLE001 - the agent's answer stands; the reason is kept
+            if _unreachable(exc):
+                raise  # no model to ask: stop the run (it resumes)
+            decision = Decision(by="agent", agent_answer=result.answer, errors=[f"{exc!r}"])
+        if decision.answer is not None:
+            result.answer = decision.answer
+        for k, v in decision.tokens.items():
+            result.tokens[k] = result.tokens.get(k, 0) + v
+        result.turns += decision.attempts
+        result.decided = decision.model_dump()
+        result.seconds = time.perf_counter() - start
 
 
 def _calls_pending(messages: list[BaseMessage]) -> bool:
@@ -388,3 +410,4 @@ class ReActAgent(_BaselineAgent):
 
     def __init__(self, domain: Domain, model: Any, *args: Any, **kwargs: Any):
         super().__init__(domain, thoughts_in_calls(model), *args, **kwargs)
+        self.chat = model  # the decide step asks for code, not for a call with a thought

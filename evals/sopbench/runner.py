@@ -33,6 +33,7 @@ class RunSpec(BaseModel):
     seed: int
     distractors: list[str] = []
     model: str = ""
+    decide: str = "none"  # "code": the agent's answer decided by code (evals/sopbench/decide.py)
 
 
 def task_record(task: Task, result: AgentResult, agent: str) -> dict[str, Any]:
@@ -53,6 +54,7 @@ def task_record(task: Task, result: AgentResult, agent: str) -> dict[str, Any]:
         "forced_by": result.forced_by,
         "final_text": result.final_text,
         "steps": result.steps,
+        **({"decided": result.decided} if result.decided is not None else {}),
     }
 
 

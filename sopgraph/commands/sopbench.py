@@ -43,6 +43,14 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="sample and distractor seed (default: 0)")
     p.add_argument(
+        "--decide",
+        choices=["none", "code"],
+        default="none",
+        help="fc/react: code: after the agent answers, the model writes the SOP's decision rule "
+        "as Python over the data the agent gathered, run in the sandbox; its answer replaces "
+        "the agent's when it is one the SOP allows (default: %(default)s)",
+    )
+    p.add_argument(
         "--bloat",
         type=float,
         default=0.0,
@@ -102,8 +110,9 @@ def _graph_for(domain: Domain, args: argparse.Namespace) -> Path:
 
 def _run_dir(root: Path, domain: Domain, args: argparse.Namespace) -> Path:
     bloat = f"-bloat{args.bloat:g}" if args.bloat else ""
+    decide = f"-decide-{args.decide}" if args.decide != "none" else ""
     n = f"n{args.tasks}" if args.tasks else "all"
-    return root / domain.name / f"{args.agent}{bloat}-{n}-s{args.seed}"
+    return root / domain.name / f"{args.agent}{decide}{bloat}-{n}-s{args.seed}"
 
 
 def _model_label() -> str:
@@ -123,6 +132,9 @@ def _model_label() -> str:
 
 def _progress(record: dict[str, Any], i: int, n: int) -> None:
     state = "ok" if record["strict"] else ("wrong" if record["completed"] else "not completed")
+    decided = record.get("decided")
+    if decided:
+        state += f" (decided by {decided['by']})"
     print(
         f"  task {i}/{n} {record['task_id']}: {state}, {record['seconds']:.1f} s",
         file=sys.stderr,
@@ -149,7 +161,9 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         from sopgraph.evals.sopbench.agents import results_as_user_turns
 
         as_text = results_as_user_turns()
-        agent = cls(domain, chat_model(), extra, tool_results_in_user_turns=as_text)
+        agent = cls(
+            domain, chat_model(), extra, tool_results_in_user_turns=as_text, decide=args.decide
+        )
         model = _model_label()
     spec = RunSpec(
         domain=domain.name,
@@ -159,6 +173,7 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         seed=args.seed,
         distractors=extra,
         model=model,
+        decide=args.decide,
     )
     out = _run_dir(root, domain, args)
     print(
@@ -191,7 +206,7 @@ def _row(spec: Any, records: list[dict[str, Any]]):
     registry = f"+{len(spec.distractors)} distractors" if spec.distractors else "minimal"
     return Row(
         domain=spec.domain,
-        agent=spec.agent,
+        agent=spec.agent + (f"+decide-{spec.decide}" if spec.decide != "none" else ""),
         model=spec.model,
         registry=registry,
         sample=sample,
@@ -221,6 +236,12 @@ def cmd_sopbench(args: argparse.Namespace) -> int:
     root = _out_root(args)
     if args.tasks is not None and args.tasks < 1:
         print("error: --tasks must be 1 or more (leave it out for every task)", file=sys.stderr)
+        return 2
+    if args.decide != "none" and args.agent == "sopgraph":
+        print(
+            "error: --decide is for --agent fc or react (the graph decides by itself)",
+            file=sys.stderr,
+        )
         return 2
     if args.bloat < 0:
         print("error: --bloat must be 0 or more distractors per tool", file=sys.stderr)

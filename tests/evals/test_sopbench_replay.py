@@ -3,8 +3,9 @@
 ``evals/model_results/sopbench_refund_check.json`` is what
 ``sopgraph bench sopbench tests/data/sopbench/refund_check --agent A --tasks N --seed 0 --json``
 printed live against Qwen2.5-Coder-1.5B (json-schema tool calls); ``tests/cassettes/
-sopbench_refund_check_<A>.jsonl`` holds its exchanges. The domain is our own text, so both can
-be committed (SOP-Bench's own runs cannot).
+sopbench_refund_check_<A>.jsonl`` holds its exchanges. The same with ``--decide code`` is under
+the key ``<A>+decide-code``, its exchanges in ``sopbench_refund_check_<A>_decide-code.jsonl``.
+The domain is our own text, so both can be committed (SOP-Bench's own runs cannot).
 """
 
 from __future__ import annotations
@@ -25,17 +26,27 @@ FIGURES = ("n", "completed", "correct_strict", "correct_lenient", "tokens_per_ta
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("agent", ["fc", "react"])
-def test_the_live_baseline_on_the_test_domain_replays(agent, tmp_path):
+@pytest.mark.parametrize(
+    ("agent", "decide"), [("fc", "none"), ("react", "none"), ("fc", "code"), ("react", "code")]
+)
+def test_the_live_baseline_on_the_test_domain_replays(agent, decide, tmp_path):
     if not RESULTS.exists():
         pytest.skip(f"{RESULTS.name} was not recorded live")
-    live = json.loads(RESULTS.read_text())[agent]
+    key, name, run_dir = agent, agent, agent
+    if decide != "none":
+        key, name, run_dir = (
+            f"{agent}+decide-{decide}",
+            f"{agent}_decide-{decide}",
+            f"{agent}-decide-{decide}",
+        )
+    live = json.loads(RESULTS.read_text())[key]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
-    cassette = ROOT / "tests" / "cassettes" / f"sopbench_refund_check_{agent}.jsonl"
+    cassette = ROOT / "tests" / "cassettes" / f"sopbench_refund_check_{name}.jsonl"
     env.update(SOPGRAPH_MODEL="local", SOPGRAPH_CASSETTE=str(cassette),
                SOPGRAPH_CASSETTE_MODE="replay", SOPGRAPH_HOME=str(tmp_path))  # fmt: skip
     n = str(live["summary"]["n"])
-    command = ["bench", "sopbench", str(REFUND), "--agent", agent, "--tasks", n, "--seed", "0"]
+    command = ["bench", "sopbench", str(REFUND), "--agent", agent, "--tasks", n, "--seed", "0",
+               "--decide", decide]  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-m", "sopgraph", *command, "--json"],
         env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
@@ -44,6 +55,9 @@ def test_the_live_baseline_on_the_test_domain_replays(agent, tmp_path):
     assert "no recorded response" not in proc.stderr
     (run,) = json.loads(proc.stdout)["runs"]
     assert {k: run["summary"][k] for k in FIGURES} == {k: live["summary"][k] for k in FIGURES}
-    records = tmp_path / "sopbench" / "refund_check" / f"{agent}-n{n}-s0" / "records.jsonl"
-    answers = [json.loads(line)["answer"] for line in records.read_text().splitlines()]
-    assert answers == live["answers"]
+    records = tmp_path / "sopbench" / "refund_check" / f"{run_dir}-n{n}-s0" / "records.jsonl"
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [r["answer"] for r in rows] == live["answers"]
+    if decide != "none":  # which answers the code gave, and the agent's it replaced
+        assert [r["decided"]["by"] for r in rows] == live["decided_by"]
+        assert [r["decided"]["agent_answer"] for r in rows] == live["agent_answers"]

@@ -1,0 +1,206 @@
+"""Decide by code: the model writes Python that applies the SOP's decision rule to what the
+agent gathered; the sandbox runs it; the host checks the answer it prints.
+
+Measured on the local 1.5B model (issue 26): the FC and ReAct agents call the right tools with
+the right arguments, then name a label their reasoning does not derive ("determined from
+scoring analysis", with no scoring). A small code model transcribes a rule stated as
+conditions, counts and formulas into code more reliably than it applies one in words, and
+code runs the same way every time. So, after an agent answers, one more model call writes the
+decision as Python over ``data`` (the task's input and every field its tools returned); the
+code runs in the sandbox (generated code is untrusted), and its ``answer`` replaces the
+agent's when it has every output column and, where the SOP lists the allowed values, one of
+them. Code that never reads ``data`` (a constant answer) is refused without running. A
+failure goes back to the model once with its error; when the second reply fails too,
+the agent's own answer stands. The agent's run is unchanged (its exchanges are the same), so
+the step can be measured on the same gathered data against the agent's own answer.
+"""
+
+from __future__ import annotations
+
+import json
+import pprint
+import re
+import time
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import BaseModel, Field
+
+from sopgraph.evals.sopbench.agent_result import token_usage
+from sopgraph.nodes.agent_middleware import ANSWER_TOOL, content_text
+
+ATTEMPTS = 2  # the first reply, then once more with its error
+MAX_TOKENS = 1024  # a reply: the rule as code (the local model's default budget is 512)
+MARK = "__sopgraph_answer__"
+
+SYSTEM = "You write short, plain Python that applies a Standard Operating Procedure's rule."
+
+PROMPT = """<sop>
+{sop}
+</sop>
+
+An agent followed this procedure for one task. The task's input and every field the tools
+returned are the Python dict `data` (already defined):
+
+data = {data}
+
+Write Python that applies the procedure's decision rule to `data` exactly as the procedure
+states it (its conditions, counts, formulas and thresholds, in its order), and ends by setting
+
+answer = {{{fields}}}
+{allowed}
+Use only `data`; do not call any tool. Reply with one ```python block and nothing else."""
+
+_READS = re.compile(r"\bdata\s*(\[|\.get\b)")
+UNREAD = "the code never reads `data`: apply the procedure's rule to its values"
+
+RETRY = """That code did not give a usable answer: {error}
+Write the whole code again, fixed. Reply with one ```python block."""
+
+
+class Decision(BaseModel):
+    """One decide-by-code step, kept whole in the task's record."""
+
+    by: str  # "code": the code's answer replaced the agent's; "agent": the agent's stands
+    answer: dict[str, str] | None = None  # the code's answer, when it was usable
+    agent_answer: dict[str, str] | None = None
+    code: str = ""  # the last reply's code
+    printed: str = ""  # what that code printed (the answer line removed)
+    errors: list[str] = Field(default_factory=list)  # why each unusable reply was refused
+    attempts: int = 0
+    tokens: dict[str, int] = Field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def _parsed(text: str) -> Any:
+    """JSON that ``text`` opens with (a note after it, such as the loop guard's, is dropped),
+    else the text itself."""
+    try:
+        return json.JSONDecoder().raw_decode(text.strip())[0]
+    except (json.JSONDecodeError, TypeError, AttributeError):
+        return text
+
+
+def gathered(inputs: dict[str, Any], messages: list[BaseMessage]) -> dict[str, Any]:
+    """The task's input, then every field of every tool result in call order (a field two
+    results name keeps the later value); a result that is not a JSON object is kept whole
+    under its tool's name. The agent's own ``answer`` call is not data."""
+    data: dict[str, Any] = dict(inputs)
+    for m in messages:
+        if not isinstance(m, ToolMessage) or m.name == ANSWER_TOOL:
+            continue
+        value = _parsed(content_text(m.content))
+        if isinstance(value, dict):
+            data.update(value)
+        else:
+            data[m.name or "result"] = value
+    return data
+
+
+def decide_prompt(sop: str, data: dict[str, Any], allowed: dict[str, list[str]]) -> str:
+    fields = ", ".join(f'"{c}": ...' for c in allowed)
+    lines = "".join(
+        f"`{c}` must be exactly one of: {', '.join(json.dumps(v) for v in vals)}.\n"
+        for c, vals in allowed.items()
+        if vals
+    )
+    return PROMPT.format(
+        sop=sop.strip(),
+        data=pprint.pformat(data, sort_dicts=False, width=100),
+        fields=fields,
+        allowed=lines,
+    )
+
+
+def program(code: str, data: dict[str, Any]) -> str:
+    """The code the sandbox runs: ``data`` defined first, the answer printed last."""
+    return (
+        "import json\n"
+        f"data = json.loads({json.dumps(data, default=str)!r})\n"
+        f"{code}\n"
+        f"print({MARK!r} + json.dumps(answer, default=str))\n"
+    )
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def checked_answer(
+    printed: str, allowed: dict[str, list[str]]
+) -> tuple[dict[str, str] | None, str | None]:
+    """The answer the code printed, or why it is not usable (one line)."""
+    line = next((ln for ln in reversed(printed.splitlines()) if ln.startswith(MARK)), None)
+    if line is None:
+        return None, "it printed no answer"
+    value = _parsed(line[len(MARK) :])
+    if not isinstance(value, dict):
+        return None, f"`answer` is {type(value).__name__}, not a dict"
+    out: dict[str, str] = {}
+    for col, vals in allowed.items():
+        if col not in value:
+            return None, f"`answer` has no {col!r} key"
+        text = _text(value[col])
+        if vals:
+            match = next((v for v in vals if v.lower() == text.lower()), None)
+            if match is None:
+                return None, f"answer[{col!r}] is {text!r}, not one of {vals}"
+            text = match
+        elif not text:
+            return None, f"answer[{col!r}] is empty"
+        out[col] = text
+    return out, None
+
+
+async def decide_by_code(
+    model: Any,
+    sop: str,
+    inputs: dict[str, Any],
+    messages: list[BaseMessage],
+    allowed: dict[str, list[str]],
+    agent_answer: dict[str, str] | None,
+) -> Decision:
+    """Ask ``model`` for the SOP's rule as code over the gathered data; run it in the sandbox.
+
+    ``allowed``: each output column and the values the SOP lists for it ([]: free text).
+    """
+    from sopgraph.nodes.codeact import clean_traceback, extract_code
+    from sopgraph.nodes.sandbox import SandboxLimits, run_code
+
+    start = time.perf_counter()
+    data = gathered(inputs, messages)
+    chat: list[BaseMessage] = [
+        SystemMessage(SYSTEM),
+        HumanMessage(decide_prompt(sop, data, allowed)),
+    ]
+    decision = Decision(by="agent", agent_answer=agent_answer)
+    replies: list[BaseMessage] = []
+    for attempt in range(1, ATTEMPTS + 1):
+        reply = await model.ainvoke(chat, max_tokens=MAX_TOKENS)
+        replies.append(reply)
+        text = content_text(reply.content)
+        decision.attempts = attempt
+        code = extract_code(text) or text.strip()
+        decision.code = code
+        if not _READS.search(code):  # a constant answer applies no rule: refused unrun
+            answer, error = None, UNREAD
+        else:
+            result = await run_code(program(code, data), limits=SandboxLimits(wall_timeout_s=10))
+            decision.printed = "\n".join(
+                ln for ln in result.stdout.splitlines() if not ln.startswith(MARK)
+            )[-2000:]
+            if result.ok:
+                answer, error = checked_answer(result.stdout, allowed)
+            else:
+                lines = clean_traceback(result.error or result.reason or "it failed").splitlines()
+                answer, error = None, (lines[-1] if lines else "it failed")
+        if answer is not None:
+            decision.by, decision.answer = "code", answer
+            break
+        decision.errors.append(str(error))
+        chat += [AIMessage(text), HumanMessage(RETRY.format(error=error))]
+    decision.tokens = token_usage(replies)
+    decision.seconds = round(time.perf_counter() - start, 4)
+    return decision

@@ -1,0 +1,124 @@
+"""Decide by code (``evals/sopbench/decide.py``): the data the code sees, the answer the host
+accepts, the code run in the real sandbox, and the one retry with the error."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from sopgraph.evals.sopbench.decide import (
+    MARK,
+    UNREAD,
+    checked_answer,
+    decide_by_code,
+    decide_prompt,
+    gathered,
+    program,
+)
+from sopgraph.nodes.sandbox import run_code
+
+ALLOWED = {"refund_decision": ["Approved", "Rejected"]}
+SOP = '2.3 If the days since delivery are at most 30, the decision is "Approved"; otherwise "Rejected".'
+
+
+def _conversation() -> list:
+    call = {"name": "getOrder", "args": {"order_id": "O_1"}, "id": "c1"}
+    again = {"name": "getOrder", "args": {"order_id": "O_1"}, "id": "c2"}
+    days = {"name": "daysSinceDelivery", "args": {"order_id": "O_1"}, "id": "c3"}
+    return [
+        HumanMessage("Task input: ..."),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage(
+            '{"order_id": "O_1", "status": "delivered"}', tool_call_id="c1", name="getOrder"
+        ),
+        AIMessage("", tool_calls=[again]),
+        ToolMessage(
+            '{"order_id": "O_1", "status": "delivered"}\n\n(You already called getOrder ...)',
+            tool_call_id="c2",
+            name="getOrder",
+        ),
+        AIMessage("", tool_calls=[days]),
+        ToolMessage("41", tool_call_id="c3", name="daysSinceDelivery"),
+        AIMessage("", tool_calls=[{"name": "answer", "args": {}, "id": "c4"}]),
+        ToolMessage('{"refund_decision": "Approved"}', tool_call_id="c4", name="answer"),
+    ]
+
+
+def test_the_data_is_the_input_then_every_result_field_and_never_the_answer():
+    data = gathered({"order_id": "O_1", "note": "late"}, _conversation())
+    # the loop guard's note after a repeated result is dropped; a bare value keeps its tool name
+    assert data == {
+        "order_id": "O_1",
+        "note": "late",
+        "status": "delivered",
+        "daysSinceDelivery": 41,
+    }
+    prompt = decide_prompt(SOP, data, ALLOWED)
+    assert "'daysSinceDelivery': 41" in prompt
+    assert '`refund_decision` must be exactly one of: "Approved", "Rejected"' in prompt
+
+
+def test_the_host_accepts_only_an_answer_with_every_column_and_an_allowed_value():
+    good = f"work\n{MARK}{json.dumps({'refund_decision': 'rejected'})}\n"
+    assert checked_answer(good, ALLOWED) == ({"refund_decision": "Rejected"}, None)
+    assert checked_answer("42\n", ALLOWED) == (None, "it printed no answer")
+    _, why = checked_answer(f"{MARK}{json.dumps({'decision': 'Approved'})}", ALLOWED)
+    assert why == "`answer` has no 'refund_decision' key"
+    _, why = checked_answer(f"{MARK}{json.dumps({'refund_decision': 'Maybe'})}", ALLOWED)
+    assert why == "answer['refund_decision'] is 'Maybe', not one of ['Approved', 'Rejected']"
+    free = {"hazard_score": []}  # no values listed: any text, a whole float written as an int
+    assert checked_answer(f"{MARK}{json.dumps({'hazard_score': 12.0})}", free) == (
+        {"hazard_score": "12"},
+        None,
+    )
+
+
+def test_the_code_runs_in_the_sandbox_over_the_data():
+    code = 'answer = {"refund_decision": "Approved" if data["days"] <= 30 else "Rejected"}'
+    result = asyncio.run(run_code(program(code, {"days": 41})))
+    assert result.ok, result.error
+    assert checked_answer(result.stdout, ALLOWED) == ({"refund_decision": "Rejected"}, None)
+
+
+def _model(*replies: str) -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter(AIMessage(r) for r in replies))
+
+
+def test_a_failing_reply_goes_back_once_with_its_error_then_the_code_decides():
+    first = '```python\nanswer = {"refund_decision": data["days_since"]}\n```'
+    second = '```python\nanswer = {"refund_decision": "Rejected" if data["daysSinceDelivery"] > 30 else "Approved"}\n```'
+    decision = asyncio.run(
+        decide_by_code(
+            _model(first, second), SOP, {"order_id": "O_1"}, _conversation(), ALLOWED,
+            {"refund_decision": "Approved"},
+        )
+    )  # fmt: skip
+    assert decision.by == "code"
+    assert decision.answer == {"refund_decision": "Rejected"}
+    assert decision.agent_answer == {"refund_decision": "Approved"}
+    assert decision.attempts == 2
+    assert decision.errors == ["KeyError: 'days_since'"]
+
+
+def test_when_no_reply_gives_a_usable_answer_the_agent_answer_stands():
+    bad = '```python\nanswer = {"refund_decision": "Maybe" if data["status"] else "No"}\n```'
+    decision = asyncio.run(
+        decide_by_code(
+            _model(bad, bad), SOP, {}, _conversation(), ALLOWED, {"refund_decision": "Approved"}
+        )
+    )
+    assert (decision.by, decision.answer, decision.attempts) == ("agent", None, 2)
+    assert len(decision.errors) == 2 and "not one of" in decision.errors[0]
+
+
+def test_a_constant_answer_is_refused_unrun_and_goes_back_once():
+    constant = '```python\nanswer = {"refund_decision": "Approved"}\n```'
+    rule = '```python\nanswer = {"refund_decision": "Rejected" if data.get("daysSinceDelivery", 0) > 30 else "Approved"}\n```'
+    decision = asyncio.run(
+        decide_by_code(_model(constant, rule), SOP, {}, _conversation(), ALLOWED, None)
+    )
+    assert (decision.by, decision.answer) == ("code", {"refund_decision": "Rejected"})
+    assert decision.errors == [UNREAD]
