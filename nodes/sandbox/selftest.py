@@ -53,6 +53,7 @@ class CorpusProgram(BaseModel):
     expect: list[str]  # ["ok"] or reason substrings, any of which will do
     guard: bool = True
     stdout: str | None = None
+    cpu_seconds: int | None = None  # overrides the selftest's CPU limit for this program
     code: str
 
 
@@ -106,7 +107,7 @@ class SelftestReport(BaseModel):
 
 
 def load_corpus(directory: Path = CORPUS_DIR) -> list[CorpusProgram]:
-    """Parse the corpus headers (`# attack:`, `# expect:`, `# guard:`, `# stdout:`)."""
+    """Parse the corpus headers (`# attack:`, `# expect:`, `# guard:`, `# stdout:`, `# cpu:`)."""
     programs = []
     for path in sorted(directory.glob("[0-9][0-9]_*.py")):
         code = path.read_text()
@@ -126,6 +127,7 @@ def load_corpus(directory: Path = CORPUS_DIR) -> list[CorpusProgram]:
                 expect=[e.strip() for e in head["expect"].split("|")],
                 guard=head.get("guard", "on") != "off",
                 stdout=head.get("stdout"),
+                cpu_seconds=int(head["cpu"].split()[0]) if "cpu" in head else None,
             )  # fmt: skip
         )
     return programs
@@ -286,8 +288,9 @@ async def run_selftest(
     async def one(prog: CorpusProgram) -> ProgramOutcome:
         async with sem:
             t0 = time.monotonic()
+            own = limits.model_copy(update={"cpu_seconds": prog.cpu_seconds or limits.cpu_seconds})
             res = await run_code(
-                host.substitute(prog.code), tools, limits, python_guard=prog.guard,
+                host.substitute(prog.code), tools, own, python_guard=prog.guard,
                 memory_cgroup=memory_cgroup,
             )  # fmt: skip
             wall = time.monotonic() - t0

@@ -1,5 +1,6 @@
 # attack: fills anonymous memfd files (kernel-held memory, outside RLIMIT_AS) and holds them
 # expect: memory limit | permission denied
+# cpu: 3  (the kernel's reclaim at the cap is CPU time; the memory cap must stop it, not CPU)
 import random
 import time
 

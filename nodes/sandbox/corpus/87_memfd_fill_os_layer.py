@@ -1,5 +1,6 @@
 # attack: fills memfd files with the guard off: the memory cgroup (or seccomp, without one) holds
 # expect: memory limit | permission denied
+# cpu: 3  (the kernel's reclaim at the cap is CPU time; the memory cap must stop it, not CPU)
 # guard: off
 import errno
 import os

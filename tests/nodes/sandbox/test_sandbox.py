@@ -55,6 +55,10 @@ def test_corpus_has_attacks_and_benign_programs():
     corpus = load_corpus()
     assert sum(p.expect == ["ok"] for p in corpus) >= 3
     assert sum(not p.guard for p in corpus) >= 5  # the OS layers are shown on their own
+    # the memfd attacks test the memory cap: their CPU limit leaves the kernel's reclaim time
+    memfd = [p for p in corpus if "_memfd_fill" in p.name]
+    assert len(memfd) == 2 and {p.cpu_seconds for p in memfd} == {3}
+    assert all(p.cpu_seconds is None for p in corpus if p not in memfd)
 
 
 async def test_benign_code_returns_its_stdout():
