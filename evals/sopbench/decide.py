@@ -6,7 +6,8 @@ the right arguments, then name a label their reasoning does not derive ("determi
 scoring analysis", with no scoring). A small code model transcribes a rule stated as
 conditions, counts and formulas into code more reliably than it applies one in words, and
 code runs the same way every time. So, after an agent answers, one more model call writes the
-decision as Python over ``data`` (the task's input and every field its tools returned); the
+decision as Python over ``data`` (the task's input and every field its tools returned, a
+number written as a string given as the number); the
 code runs in the sandbox (generated code is untrusted), and its ``answer`` replaces the
 agent's when it has every output column and, where the SOP lists the allowed values, one of
 them. Code that never reads ``data`` (a constant answer) is refused without running. A
@@ -81,10 +82,26 @@ def _parsed(text: str) -> Any:
         return text
 
 
+# A string that is a number written plainly: no sign but minus, no leading zero, no exponent
+# (so "0100" and "1e5" stay text: an identifier or code, not a quantity).
+_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
+
+
+def typed(value: Any) -> Any:
+    """A number written as a string (tools over CSV files return every value so) as the
+    number; anything else as it is."""
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        text = value.strip()
+        return float(text) if "." in text else int(text)
+    return value
+
+
 def gathered(inputs: dict[str, Any], messages: list[BaseMessage]) -> dict[str, Any]:
     """The task's input, then every field of every tool result in call order (a field two
     results name keeps the later value); a result that is not a JSON object is kept whole
-    under its tool's name. The agent's own ``answer`` call is not data."""
+    under its tool's name. The agent's own ``answer`` call is not data. Top-level values that
+    are numbers written as strings become numbers (``typed``): the rule's code compares them
+    with the SOP's thresholds."""
     data: dict[str, Any] = dict(inputs)
     for m in messages:
         if not isinstance(m, ToolMessage) or m.name == ANSWER_TOOL:
@@ -94,7 +111,7 @@ def gathered(inputs: dict[str, Any], messages: list[BaseMessage]) -> dict[str, A
             data.update(value)
         else:
             data[m.name or "result"] = value
-    return data
+    return {k: typed(v) for k, v in data.items()}
 
 
 def decide_prompt(sop: str, data: dict[str, Any], allowed: dict[str, list[str]]) -> str:

@@ -17,6 +17,7 @@ from sopgraph.evals.sopbench.decide import (
     decide_prompt,
     gathered,
     program,
+    typed,
 )
 from sopgraph.nodes.sandbox import run_code
 
@@ -45,6 +46,28 @@ def _conversation() -> list:
         AIMessage("", tool_calls=[{"name": "answer", "args": {}, "id": "c4"}]),
         ToolMessage('{"refund_decision": "Approved"}', tool_call_id="c4", name="answer"),
     ]
+
+
+def test_numbers_written_as_strings_are_numbers_and_codes_stay_text():
+    # tools over CSV files return every value as a string; the rule's code compares numbers
+    assert [typed(v) for v in ["1.3", "104", "-0.5", " 89.1 ", "0", "0.055"]] == [
+        1.3, 104, -0.5, 89.1, 0, 0.055,
+    ]  # fmt: skip
+    codes = ["0100", "PARTNER200", "1e5", "1,000", "+3", "3.", ".5", "", "High", None, 7]
+    assert [typed(v) for v in codes] == codes
+    msgs = [
+        AIMessage("", tool_calls=[{"name": "score", "args": {}, "id": "c1"}]),
+        ToolMessage('{"engagement_score": "1.3", "source": "ads.com"}', tool_call_id="c1", name="score"),
+    ]  # fmt: skip
+    data = gathered({"partner_id": "0100", "clicks": "104"}, msgs)
+    assert data == {
+        "partner_id": "0100",
+        "clicks": 104,
+        "engagement_score": 1.3,
+        "source": "ads.com",
+    }
+    ran = asyncio.run(run_code(program("answer = {'x': data['engagement_score'] >= 1.0}", data)))
+    assert ran.ok and ran.stdout.strip().endswith('{"x": true}'), ran.error
 
 
 def test_the_data_is_the_input_then_every_result_field_and_never_the_answer():
