@@ -1,12 +1,16 @@
-"""One full alarm-triage world per test session, shared by the modules that import ``fc_home``.
+"""One full alarm-triage world per test session, copied for each module that imports ``fc_home``.
 
 Import the fixture into a test module with ``from fc_world import fc_home  # noqa: F401``;
-point ``SOPGRAPH_HOME`` at it to run the example SOP's MCP servers over this world.
+point ``SOPGRAPH_HOME`` at it to run the example SOP's MCP servers over this world. A fixture
+imported into a module is that module's own (pytest caches it per definition), so the world is
+built once per session (about 6 s) and each module gets a copy of it (20 ms): what one module's
+tests write into their home stays out of the others'.
 ``make_session`` is a tool-maker session over it (import it with ``fc_home`` and ``fc_world``).
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +21,11 @@ from sopgraph.evals.fc_triage.build import WorldPaths, build_world
 
 @pytest.fixture(scope="session")
 def fc_world(tmp_path_factory: pytest.TempPathFactory) -> WorldPaths:
-    return build_world(tmp_path_factory.mktemp("fc_home"), progress=False)
+    built = tmp_path_factory.getbasetemp() / "fc_world_built"
+    build_world(built, progress=False)  # reused when its manifest matches: once a session
+    home = tmp_path_factory.mktemp("fc_home")
+    shutil.copytree(built / "fc_world", home / "fc_world")
+    return WorldPaths.under(home / "fc_world")
 
 
 @pytest.fixture(scope="session")
