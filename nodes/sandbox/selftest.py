@@ -53,7 +53,7 @@ class CorpusProgram(BaseModel):
     expect: list[str]  # ["ok"] or reason substrings, any of which will do
     guard: bool = True
     stdout: str | None = None
-    cpu_seconds: int | None = None  # overrides the selftest's CPU limit for this program
+    cpu_seconds: int | None = None  # CPU time this program needs at least (`# cpu: N`)
     code: str
 
 
@@ -288,7 +288,8 @@ async def run_selftest(
     async def one(prog: CorpusProgram) -> ProgramOutcome:
         async with sem:
             t0 = time.monotonic()
-            own = limits.model_copy(update={"cpu_seconds": prog.cpu_seconds or limits.cpu_seconds})
+            cpu = max(prog.cpu_seconds or 0, limits.cpu_seconds)  # a header raises it, never lowers
+            own = limits.model_copy(update={"cpu_seconds": cpu})
             res = await run_code(
                 host.substitute(prog.code), tools, own, python_guard=prog.guard,
                 memory_cgroup=memory_cgroup,
