@@ -7,8 +7,8 @@ scoring analysis", with no scoring). A small code model transcribes a rule state
 conditions, counts and formulas into code more reliably than it applies one in words, and
 code runs the same way every time. So, after an agent answers, one more model call writes the
 decision as Python over ``data`` (the task's input and every field its tools returned, a
-number written as a string given as the number); the
-code runs in the sandbox (generated code is untrusted), and its ``answer`` replaces the
+number written as a string given as the number); the code runs in the sandbox (generated
+code is untrusted), and its ``answer`` replaces the
 agent's when it has every output column and, where the SOP lists the allowed values, one of
 them. Code that never reads ``data`` (a constant answer) is refused without running. A
 failure goes back to the model once with its error; when the second reply fails too,
@@ -90,10 +90,10 @@ _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
 def typed(value: Any) -> Any:
     """A number written as a string (tools over CSV files return every value so) as the
     number; anything else as it is."""
-    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
-        text = value.strip()
-        return float(text) if "." in text else int(text)
-    return value
+    text = value.strip() if isinstance(value, str) else ""
+    if not _NUMBER.fullmatch(text):
+        return value
+    return float(text) if "." in text else int(text)
 
 
 def gathered(inputs: dict[str, Any], messages: list[BaseMessage]) -> dict[str, Any]:
