@@ -8,12 +8,12 @@ conditions, counts and formulas into code more reliably than it applies one in w
 code runs the same way every time. So, after an agent answers, one more model call writes the
 decision as Python over ``data`` (the task's input and every field its tools returned, a
 number written as a string given as the number); the code runs in the sandbox (generated
-code is untrusted), and its ``answer`` replaces the
-agent's when it has every output column and, where the SOP lists the allowed values, one of
-them. Code that never reads ``data`` (a constant answer) is refused without running. A
-failure goes back to the model once with its error; when the second reply fails too,
-the agent's own answer stands. The agent's run is unchanged (its exchanges are the same), so
-the step can be measured on the same gathered data against the agent's own answer.
+code is untrusted), and its ``answer`` replaces the agent's when it has every output column
+(a bare value, where there is one column) and, where the SOP lists the allowed values, one
+of them. Code that never reads ``data`` (a constant answer) is refused without running. A
+failure goes back to the model once with its error; when the second reply fails too, the
+agent's own answer stands. The agent's run is unchanged (its exchanges are the same), so the
+step can be measured on the same gathered data against the agent's own answer.
 """
 
 from __future__ import annotations
@@ -153,6 +153,8 @@ def checked_answer(
     if line is None:
         return None, "it printed no answer"
     value = _parsed(line[len(MARK) :])
+    if not isinstance(value, dict) and len(allowed) == 1 and not isinstance(value, list):
+        value = {next(iter(allowed)): value}  # one output column: its value given alone
     if not isinstance(value, dict):
         return None, f"`answer` is {type(value).__name__}, not a dict"
     out: dict[str, str] = {}

@@ -88,6 +88,10 @@ def test_the_host_accepts_only_an_answer_with_every_column_and_an_allowed_value(
     good = f"work\n{MARK}{json.dumps({'refund_decision': 'rejected'})}\n"
     assert checked_answer(good, ALLOWED) == ({"refund_decision": "Rejected"}, None)
     assert checked_answer("42\n", ALLOWED) == (None, "it printed no answer")
+    alone = f"{MARK}{json.dumps('approved')}"  # the one output column's value given alone
+    assert checked_answer(alone, ALLOWED) == ({"refund_decision": "Approved"}, None)
+    two = {**ALLOWED, "reason": []}
+    assert checked_answer(alone, two) == (None, "`answer` is str, not a dict")
     _, why = checked_answer(f"{MARK}{json.dumps({'decision': 'Approved'})}", ALLOWED)
     assert why == "`answer` has no 'refund_decision' key"
     _, why = checked_answer(f"{MARK}{json.dumps({'refund_decision': 'Maybe'})}", ALLOWED)

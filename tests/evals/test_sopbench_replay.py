@@ -5,7 +5,9 @@
 printed live against Qwen2.5-Coder-1.5B (json-schema tool calls); ``tests/cassettes/
 sopbench_refund_check_<A>.jsonl`` holds its exchanges. The same with ``--decide code`` is under
 the key ``<A>+decide-code``, its exchanges in ``sopbench_refund_check_<A>_decide-code.jsonl``.
-The domain is our own text, so both can be committed (SOP-Bench's own runs cannot).
+``shipment_hold`` (our own too) has its decide-by-code runs the same way, in
+``sopbench_shipment_hold.json`` and ``sopbench_shipment_hold_<A>_decide-code.jsonl``.
+The domains are our own text, so both can be committed (SOP-Bench's own runs cannot).
 """
 
 from __future__ import annotations
@@ -19,19 +21,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "evals" / "model_results" / "sopbench_refund_check.json"
-REFUND = ROOT / "tests" / "data" / "sopbench" / "refund_check"
+RESULTS = ROOT / "evals" / "model_results"
+DOMAINS = ROOT / "tests" / "data" / "sopbench"
 FIGURES = ("n", "completed", "correct_strict", "correct_lenient", "tokens_per_task")
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize(
-    ("agent", "decide"), [("fc", "none"), ("react", "none"), ("fc", "code"), ("react", "code")]
-)
-def test_the_live_baseline_on_the_test_domain_replays(agent, decide, tmp_path):
-    if not RESULTS.exists():
-        pytest.skip(f"{RESULTS.name} was not recorded live")
+    ("domain", "agent", "decide"),
+    [("refund_check", "fc", "none"), ("refund_check", "react", "none"),
+     ("refund_check", "fc", "code"), ("refund_check", "react", "code"),
+     ("shipment_hold", "fc", "code"), ("shipment_hold", "react", "code")],
+)  # fmt: skip
+def test_the_live_baseline_on_the_test_domain_replays(domain, agent, decide, tmp_path):
+    results = RESULTS / f"sopbench_{domain}.json"
+    if not results.exists():
+        pytest.skip(f"{results.name} was not recorded live")
     key, name, run_dir = agent, agent, agent
     if decide != "none":
         key, name, run_dir = (
@@ -39,13 +45,13 @@ def test_the_live_baseline_on_the_test_domain_replays(agent, decide, tmp_path):
             f"{agent}_decide-{decide}",
             f"{agent}-decide-{decide}",
         )
-    live = json.loads(RESULTS.read_text())[key]
+    live = json.loads(results.read_text())[key]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
-    cassette = ROOT / "tests" / "cassettes" / f"sopbench_refund_check_{name}.jsonl"
+    cassette = ROOT / "tests" / "cassettes" / f"sopbench_{domain}_{name}.jsonl"
     env.update(SOPGRAPH_MODEL="local", SOPGRAPH_CASSETTE=str(cassette),
                SOPGRAPH_CASSETTE_MODE="replay", SOPGRAPH_HOME=str(tmp_path))  # fmt: skip
     n = str(live["summary"]["n"])
-    command = ["bench", "sopbench", str(REFUND), "--agent", agent, "--tasks", n, "--seed", "0",
+    command = ["bench", "sopbench", str(DOMAINS / domain), "--agent", agent, "--tasks", n, "--seed", "0",
                "--decide", decide]  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-m", "sopgraph", *command, "--json"],
@@ -55,7 +61,7 @@ def test_the_live_baseline_on_the_test_domain_replays(agent, decide, tmp_path):
     assert "no recorded response" not in proc.stderr
     (run,) = json.loads(proc.stdout)["runs"]
     assert {k: run["summary"][k] for k in FIGURES} == {k: live["summary"][k] for k in FIGURES}
-    records = tmp_path / "sopbench" / "refund_check" / f"{run_dir}-n{n}-s0" / "records.jsonl"
+    records = tmp_path / "sopbench" / domain / f"{run_dir}-n{n}-s0" / "records.jsonl"
     rows = [json.loads(line) for line in records.read_text().splitlines()]
     assert [r["answer"] for r in rows] == live["answers"]
     if decide != "none":  # which answers the code gave, and the agent's it replaced
