@@ -153,7 +153,7 @@ def checked_answer(
     if line is None:
         return None, "it printed no answer"
     value = _parsed(line[len(MARK) :])
-    if not isinstance(value, dict) and len(allowed) == 1 and not isinstance(value, list):
+    if len(allowed) == 1 and not isinstance(value, dict | list):
         value = {next(iter(allowed)): value}  # one output column: its value given alone
     if not isinstance(value, dict):
         return None, f"`answer` is {type(value).__name__}, not a dict"
