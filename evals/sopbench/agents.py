@@ -174,12 +174,14 @@ class McpToolsAgent:
         *,
         tool_results_in_user_turns: bool = False,
         decide: str = "none",
+        votes: int = 1,
     ):
         self.domain = domain
         self.columns = domain.output_columns
         self.chat = model  # the plain model: the decide-by-code step offers it no tools
         self.model = offering_tools(model)
         self.decide = decide
+        self.votes = votes  # replies the decide-by-code step votes over (1: the greedy one)
         self.as_text = tool_results_in_user_turns  # see ``tool_results_as_text``
         self.config = server_config(domain.path, distractors)
         self.tools: list[Any] = []
@@ -373,7 +375,13 @@ class _BaselineAgent(McpToolsAgent):
         allowed = {c: allowed_values(self.domain.sop_text, c) for c in self.columns}
         try:
             decision = await decide_by_code(
-                self.chat, self.domain.sop_text, task.inputs, messages, allowed, result.answer
+                self.chat,
+                self.domain.sop_text,
+                task.inputs,
+                messages,
+                allowed,
+                result.answer,
+                votes=self.votes,
             )
         except Exception as exc:  # noqa: BLE001 - the agent's answer stands; the reason is kept
             if _unreachable(exc):
@@ -383,7 +391,7 @@ class _BaselineAgent(McpToolsAgent):
             result.answer = decision.answer
         for k, v in decision.tokens.items():
             result.tokens[k] = result.tokens.get(k, 0) + v
-        result.turns += decision.attempts
+        result.turns += decision.attempts + sum(v["seed"] is not None for v in decision.votes)
         result.decided = decision.model_dump()
         result.seconds = time.perf_counter() - start
 

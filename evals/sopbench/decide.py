@@ -12,7 +12,9 @@ code is untrusted), and its ``answer`` replaces the agent's when it has every ou
 (a bare value, where there is one column) and, where the SOP lists the allowed values, one
 of them. Code that never reads ``data`` (a constant answer) is refused without running. A
 failure goes back to the model once with its error; when the second reply fails too, the
-agent's own answer stands. The agent's run is unchanged (its exchanges are the same), so the
+agent's own answer stands. With ``votes`` above 1 (``--votes``), other replies to the same
+prompt are sampled and judged the same way, and the answer most of the usable replies give is
+taken (self-consistency; a tie goes to the greedy reply). The agent's run is unchanged (its exchanges are the same), so the
 step can be measured on the same gathered data against the agent's own answer.
 """
 
@@ -33,6 +35,7 @@ from sopgraph.nodes.agent_middleware import ANSWER_TOOL, content_text
 ATTEMPTS = 2  # the first reply, then once more with its error
 MAX_TOKENS = 1024  # a reply: the rule as code (the local model's default budget is 512)
 MARK = "__sopgraph_answer__"
+SAMPLE_TEMPERATURE = 0.5  # the other replies a vote samples (as CodeAct's resampling)
 
 SYSTEM = "You write short, plain Python that applies a Standard Operating Procedure's rule."
 
@@ -69,6 +72,7 @@ class Decision(BaseModel):
     printed: str = ""  # what that code printed (the answer line removed)
     errors: list[str] = Field(default_factory=list)  # why each unusable reply was refused
     attempts: int = 0
+    votes: list[dict[str, Any]] = Field(default_factory=list)  # each reply voted on, judged
     tokens: dict[str, int] = Field(default_factory=dict)
     seconds: float = 0.0
 
@@ -173,6 +177,40 @@ def checked_answer(
     return out, None
 
 
+async def _attempt(
+    text: str, data: dict[str, Any], allowed: dict[str, list[str]]
+) -> dict[str, Any]:
+    """One reply judged: its code, what it printed, and its answer or why it is not usable."""
+    from sopgraph.nodes.codeact import clean_traceback, extract_code
+    from sopgraph.nodes.sandbox import SandboxLimits, run_code
+
+    code = extract_code(text) or text.strip()
+    out: dict[str, Any] = {"code": code, "printed": "", "answer": None, "error": None}
+    if not _READS.search(code):  # a constant answer applies no rule: refused unrun
+        out["error"] = UNREAD
+        return out
+    result = await run_code(program(code, data), limits=SandboxLimits(wall_timeout_s=10))
+    out["printed"] = "\n".join(ln for ln in result.stdout.splitlines() if not ln.startswith(MARK))[
+        -2000:
+    ]
+    if result.ok:
+        out["answer"], out["error"] = checked_answer(result.stdout, allowed)
+    else:
+        lines = clean_traceback(result.error or result.reason or "it failed").splitlines()
+        out["error"] = lines[-1] if lines else "it failed"
+    return out
+
+
+def voted(answers: list[dict[str, str] | None]) -> dict[str, str] | None:
+    """The answer most usable replies gave; a tie goes to the one given first (the greedy
+    reply is first). None when no reply was usable."""
+    keys = [json.dumps(a, sort_keys=True) for a in answers if a is not None]
+    if not keys:
+        return None
+    best = max(keys, key=lambda k: (keys.count(k), -keys.index(k)))
+    return json.loads(best)
+
+
 async def decide_by_code(
     model: Any,
     sop: str,
@@ -180,14 +218,15 @@ async def decide_by_code(
     messages: list[BaseMessage],
     allowed: dict[str, list[str]],
     agent_answer: dict[str, str] | None,
+    votes: int = 1,
 ) -> Decision:
     """Ask ``model`` for the SOP's rule as code over the gathered data; run it in the sandbox.
 
     ``allowed``: each output column and the values the SOP lists for it ([]: free text).
+    ``votes``: with more than 1, ``votes - 1`` other replies are sampled (temperature, a seed
+    each, so a recording replays) to the prompt the last greedy reply answered, each run the
+    same way, and the answer most usable replies give is taken (``voted``).
     """
-    from sopgraph.nodes.codeact import clean_traceback, extract_code
-    from sopgraph.nodes.sandbox import SandboxLimits, run_code
-
     start = time.perf_counter()
     data = gathered(inputs, messages)
     chat: list[BaseMessage] = [
@@ -196,30 +235,35 @@ async def decide_by_code(
     ]
     decision = Decision(by="agent", agent_answer=agent_answer)
     replies: list[BaseMessage] = []
+    greedy: dict[str, str] | None = None
     for attempt in range(1, ATTEMPTS + 1):
+        asked = list(chat)
         reply = await model.ainvoke(chat, max_tokens=MAX_TOKENS)
         replies.append(reply)
         text = content_text(reply.content)
         decision.attempts = attempt
-        code = extract_code(text) or text.strip()
-        decision.code = code
-        if not _READS.search(code):  # a constant answer applies no rule: refused unrun
-            answer, error = None, UNREAD
-        else:
-            result = await run_code(program(code, data), limits=SandboxLimits(wall_timeout_s=10))
-            decision.printed = "\n".join(
-                ln for ln in result.stdout.splitlines() if not ln.startswith(MARK)
-            )[-2000:]
-            if result.ok:
-                answer, error = checked_answer(result.stdout, allowed)
-            else:
-                lines = clean_traceback(result.error or result.reason or "it failed").splitlines()
-                answer, error = None, (lines[-1] if lines else "it failed")
-        if answer is not None:
-            decision.by, decision.answer = "code", answer
+        tried = await _attempt(text, data, allowed)
+        decision.code, decision.printed = tried["code"], tried["printed"]
+        if tried["answer"] is not None:
+            greedy = tried["answer"]
             break
-        decision.errors.append(str(error))
-        chat += [AIMessage(text), HumanMessage(RETRY.format(error=error))]
+        decision.errors.append(str(tried["error"]))
+        chat += [AIMessage(text), HumanMessage(RETRY.format(error=tried["error"]))]
+    answers = [greedy]
+    if votes > 1:  # the greedy reply is the first vote
+        decision.votes.append(
+            {"seed": None, "answer": greedy, "error": None if greedy else decision.errors[-1]}
+        )
+    for seed in range(1, votes):
+        sampler = model.bind(temperature=SAMPLE_TEMPERATURE, seed=seed)
+        reply = await sampler.ainvoke(asked, max_tokens=MAX_TOKENS)
+        replies.append(reply)
+        tried = await _attempt(content_text(reply.content), data, allowed)
+        answers.append(tried["answer"])
+        decision.votes.append({"seed": seed, **tried})
+    answer = voted(answers)
+    if answer is not None:
+        decision.by, decision.answer = "code", answer
     decision.tokens = token_usage(replies)
     decision.seconds = round(time.perf_counter() - start, 4)
     return decision

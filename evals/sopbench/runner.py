@@ -34,6 +34,7 @@ class RunSpec(BaseModel):
     distractors: list[str] = []
     model: str = ""
     decide: str = "none"  # "code": the agent's answer decided by code (evals/sopbench/decide.py)
+    votes: int = 1  # replies the decide-by-code step votes over
 
 
 def task_record(task: Task, result: AgentResult, agent: str) -> dict[str, Any]:

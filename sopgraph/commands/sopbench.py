@@ -51,6 +51,14 @@ def register(sub: Any) -> None:
         "the agent's when it is one the SOP allows (default: %(default)s)",
     )
     p.add_argument(
+        "--votes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --decide code: sample N-1 more replies of the rule as code and take the "
+        "answer most usable replies give (default: %(default)s, the greedy reply alone)",
+    )
+    p.add_argument(
         "--bloat",
         type=float,
         default=0.0,
@@ -108,9 +116,14 @@ def _graph_for(domain: Domain, args: argparse.Namespace) -> Path:
     return graph
 
 
+def _decided(decide: str, votes: int) -> str:
+    """The decide step in a run's name: ``decide-code``, ``decide-code-votes3``."""
+    return f"decide-{decide}" + (f"-votes{votes}" if votes > 1 else "")
+
+
 def _run_dir(root: Path, domain: Domain, args: argparse.Namespace) -> Path:
     bloat = f"-bloat{args.bloat:g}" if args.bloat else ""
-    decide = f"-decide-{args.decide}" if args.decide != "none" else ""
+    decide = f"-{_decided(args.decide, args.votes)}" if args.decide != "none" else ""
     n = f"n{args.tasks}" if args.tasks else "all"
     return root / domain.name / f"{args.agent}{decide}{bloat}-{n}-s{args.seed}"
 
@@ -162,7 +175,12 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
 
         as_text = results_as_user_turns()
         agent = cls(
-            domain, chat_model(), extra, tool_results_in_user_turns=as_text, decide=args.decide
+            domain,
+            chat_model(),
+            extra,
+            tool_results_in_user_turns=as_text,
+            decide=args.decide,
+            votes=args.votes,
         )
         model = _model_label()
     spec = RunSpec(
@@ -174,6 +192,7 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         distractors=extra,
         model=model,
         decide=args.decide,
+        votes=args.votes,
     )
     out = _run_dir(root, domain, args)
     print(
@@ -206,7 +225,8 @@ def _row(spec: Any, records: list[dict[str, Any]]):
     registry = f"+{len(spec.distractors)} distractors" if spec.distractors else "minimal"
     return Row(
         domain=spec.domain,
-        agent=spec.agent + (f"+decide-{spec.decide}" if spec.decide != "none" else ""),
+        agent=spec.agent
+        + (f"+{_decided(spec.decide, spec.votes)}" if spec.decide != "none" else ""),
         model=spec.model,
         registry=registry,
         sample=sample,
@@ -236,6 +256,13 @@ def cmd_sopbench(args: argparse.Namespace) -> int:
     root = _out_root(args)
     if args.tasks is not None and args.tasks < 1:
         print("error: --tasks must be 1 or more (leave it out for every task)", file=sys.stderr)
+        return 2
+    if args.votes < 1 or (args.votes > 1 and args.decide == "none"):
+        print(
+            f"error: --votes {args.votes}: give a count of at least 1, and more than 1 only "
+            "with --decide code",
+            file=sys.stderr,
+        )
         return 2
     if args.decide != "none" and args.agent == "sopgraph":
         print(

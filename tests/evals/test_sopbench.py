@@ -53,6 +53,17 @@ def test_cli_malformed_domain_one_line_exit_2(folder, capsys, tmp_path):
     assert not any(tmp_path.iterdir())  # nothing ran
 
 
+@pytest.mark.parametrize("extra", [["--votes", "3"], ["--decide", "code", "--votes", "0"]])
+def test_cli_votes_need_decide_by_code_and_a_count(extra, capsys, tmp_path):
+    from sopgraph.cli import main
+
+    code = main(["bench", "sopbench", str(REFUND), "--agent", "fc", "--out", str(tmp_path), *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith(f"error: --votes {extra[-1]}:")
+    assert not any(tmp_path.iterdir())  # nothing ran
+
+
 def test_bare_name_resolves_under_data(tmp_path):
     assert resolve_domain("refund_check", DATA) == DATA / "refund_check"
     assert resolve_domain(str(REFUND)) == REFUND

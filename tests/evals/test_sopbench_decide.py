@@ -18,6 +18,7 @@ from sopgraph.evals.sopbench.decide import (
     gathered,
     program,
     typed,
+    voted,
 )
 from sopgraph.nodes.sandbox import run_code
 
@@ -149,3 +150,56 @@ def test_a_constant_answer_is_refused_unrun_and_goes_back_once():
     )
     assert (decision.by, decision.answer) == ("code", {"refund_decision": "Rejected"})
     assert decision.errors == [UNREAD]
+
+
+def test_the_vote_takes_the_answer_most_replies_give_and_a_tie_goes_to_the_first():
+    a, r = {"refund_decision": "Approved"}, {"refund_decision": "Rejected"}
+    assert voted([a, r, r]) == r
+    assert voted([a, r]) == a  # a tie: the greedy reply's
+    assert voted([None, r, a]) == r  # the greedy reply unusable: the first usable
+    assert voted([None, None]) is None
+
+
+class _Recording(GenericFakeChatModel):
+    """Keeps the messages and settings of every request (``bind`` passes its settings as
+    keyword arguments)."""
+
+    asked: list = []
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.asked.append((list(messages), kwargs))
+        return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def test_votes_sample_other_replies_to_the_greedy_prompt_and_the_majority_decides():
+    constant = '```python\nanswer = {"refund_decision": "Approved"}\n```'
+    wrong = (
+        '```python\nanswer = {"refund_decision": "Approved" if data["status"] else "Rejected"}\n```'
+    )
+    rule = '```python\nanswer = {"refund_decision": "Rejected" if data["daysSinceDelivery"] > 30 else "Approved"}\n```'
+    model = _Recording(messages=iter(AIMessage(x) for x in (constant, wrong, rule, constant, rule)))
+    model.asked = []
+    decision = asyncio.run(decide_by_code(model, SOP, {}, _conversation(), ALLOWED, None, votes=4))
+    # greedy: the constant refused, then "Approved"; samples: "Rejected", refused, "Rejected"
+    assert (decision.by, decision.answer) == ("code", {"refund_decision": "Rejected"})
+    assert [v["seed"] for v in decision.votes] == [None, 1, 2, 3]  # None: the greedy reply
+    assert [v["answer"] for v in decision.votes] == [
+        {"refund_decision": "Approved"}, {"refund_decision": "Rejected"}, None,
+        {"refund_decision": "Rejected"},
+    ]  # fmt: skip
+    assert decision.votes[2]["error"] == UNREAD
+    (first, _), (retry, greedy_kw), *samples = model.asked
+    assert len(retry) == len(first) + 2 and "temperature" not in greedy_kw
+    for i, (messages, kw) in enumerate(samples, start=1):
+        assert messages == retry  # the prompt the last greedy reply answered
+        assert (kw["temperature"], kw["seed"]) == (0.5, i)
+
+
+def test_one_vote_asks_nothing_more():
+    rule = '```python\nanswer = {"refund_decision": "Rejected" if data["daysSinceDelivery"] > 30 else "Approved"}\n```'
+    model = _Recording(messages=iter([AIMessage(rule)]))
+    model.asked = []
+    decision = asyncio.run(decide_by_code(model, SOP, {}, _conversation(), ALLOWED, None))
+    assert (decision.answer, decision.votes, len(model.asked)) == (
+        {"refund_decision": "Rejected"}, [], 1,
+    )  # fmt: skip

@@ -6,7 +6,9 @@ printed live against Qwen2.5-Coder-1.5B (json-schema tool calls); ``tests/casset
 sopbench_refund_check_<A>.jsonl`` holds its exchanges. The same with ``--decide code`` is under
 the key ``<A>+decide-code``, its exchanges in ``sopbench_refund_check_<A>_decide-code.jsonl``.
 ``shipment_hold`` (our own too) has its decide-by-code runs the same way, in
-``sopbench_shipment_hold.json`` and ``sopbench_shipment_hold_<A>_decide-code.jsonl``.
+``sopbench_shipment_hold.json`` and ``sopbench_shipment_hold_<A>_decide-code.jsonl``. With
+``--votes 3`` (key ``<A>+decide-code-votes3``) the decide-code cassette holds the sampled
+replies too, after the exchanges of the greedy run.
 The domains are our own text, so both can be committed (SOP-Bench's own runs cannot).
 """
 
@@ -29,12 +31,14 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize(
-    ("domain", "agent", "decide"),
-    [("refund_check", "fc", "none"), ("refund_check", "react", "none"),
-     ("refund_check", "fc", "code"), ("refund_check", "react", "code"),
-     ("shipment_hold", "fc", "code"), ("shipment_hold", "react", "code")],
+    ("domain", "agent", "decide", "votes"),
+    [("refund_check", "fc", "none", 1), ("refund_check", "react", "none", 1),
+     ("refund_check", "fc", "code", 1), ("refund_check", "react", "code", 1),
+     ("shipment_hold", "fc", "code", 1), ("shipment_hold", "react", "code", 1),
+     ("refund_check", "fc", "code", 3), ("refund_check", "react", "code", 3),
+     ("shipment_hold", "fc", "code", 3), ("shipment_hold", "react", "code", 3)],
 )  # fmt: skip
-def test_the_live_baseline_on_the_test_domain_replays(domain, agent, decide, tmp_path):
+def test_the_live_baseline_on_the_test_domain_replays(domain, agent, decide, votes, tmp_path):
     results = RESULTS / f"sopbench_{domain}.json"
     if not results.exists():
         pytest.skip(f"{results.name} was not recorded live")
@@ -45,6 +49,8 @@ def test_the_live_baseline_on_the_test_domain_replays(domain, agent, decide, tmp
             f"{agent}_decide-{decide}",
             f"{agent}-decide-{decide}",
         )
+    if votes > 1:  # the same cassette: the greedy run's exchanges, then the sampled replies
+        key, run_dir = f"{key}-votes{votes}", f"{run_dir}-votes{votes}"
     live = json.loads(results.read_text())[key]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
     cassette = ROOT / "tests" / "cassettes" / f"sopbench_{domain}_{name}.jsonl"
@@ -52,7 +58,7 @@ def test_the_live_baseline_on_the_test_domain_replays(domain, agent, decide, tmp
                SOPGRAPH_CASSETTE_MODE="replay", SOPGRAPH_HOME=str(tmp_path))  # fmt: skip
     n = str(live["summary"]["n"])
     command = ["bench", "sopbench", str(DOMAINS / domain), "--agent", agent, "--tasks", n, "--seed", "0",
-               "--decide", decide]  # fmt: skip
+               "--decide", decide, "--votes", str(votes)]  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-m", "sopgraph", *command, "--json"],
         env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
@@ -67,3 +73,5 @@ def test_the_live_baseline_on_the_test_domain_replays(domain, agent, decide, tmp
     if decide != "none":  # which answers the code gave, and the agent's it replaced
         assert [r["decided"]["by"] for r in rows] == live["decided_by"]
         assert [r["decided"]["agent_answer"] for r in rows] == live["agent_answers"]
+    if votes > 1:  # every vote's answer, the greedy reply's first
+        assert [[v["answer"] for v in r["decided"]["votes"]] for r in rows] == live["votes"]
