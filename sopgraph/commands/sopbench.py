@@ -147,7 +147,10 @@ def _progress(record: dict[str, Any], i: int, n: int) -> None:
     state = "ok" if record["strict"] else ("wrong" if record["completed"] else "not completed")
     decided = record.get("decided")
     if decided:
-        state += f" (decided by {decided['by']})"
+        votes = decided.get("votes") or []
+        agreed = sum(v["answer"] == decided["answer"] for v in votes) if decided["answer"] else 0
+        tally = f", {agreed} of {len(votes)} votes" if votes else ""
+        state += f" (decided by {decided['by']}{tally})"
     print(
         f"  task {i}/{n} {record['task_id']}: {state}, {record['seconds']:.1f} s",
         file=sys.stderr,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -73,5 +74,7 @@ def test_the_live_baseline_on_the_test_domain_replays(domain, agent, decide, vot
     if decide != "none":  # which answers the code gave, and the agent's it replaced
         assert [r["decided"]["by"] for r in rows] == live["decided_by"]
         assert [r["decided"]["agent_answer"] for r in rows] == live["agent_answers"]
-    if votes > 1:  # every vote's answer, the greedy reply's first
+    if votes > 1:  # every vote's answer, the greedy reply's first; each task's tally printed
         assert [[v["answer"] for v in r["decided"]["votes"]] for r in rows] == live["votes"]
+        tallies = re.findall(rf"decided by (?:code|agent), (\d) of {votes} votes", proc.stderr)
+        assert len(tallies) == len(rows)
