@@ -14,8 +14,9 @@ of them. Code that never reads ``data`` (a constant answer) is refused without r
 failure goes back to the model once with its error; when the second reply fails too, the
 agent's own answer stands. With ``votes`` above 1 (``--votes``), other replies to the same
 prompt are sampled and judged the same way, and the answer most of the usable replies give is
-taken (self-consistency; a tie goes to the greedy reply). The agent's run is unchanged (its exchanges are the same), so the
-step can be measured on the same gathered data against the agent's own answer.
+taken (self-consistency; a tie goes to the greedy reply). The agent's run is unchanged (its
+exchanges are the same), so the step can be measured on the same gathered data against the
+agent's own answer.
 """
 
 from __future__ import annotations
@@ -190,9 +191,8 @@ async def _attempt(
         out["error"] = UNREAD
         return out
     result = await run_code(program(code, data), limits=SandboxLimits(wall_timeout_s=10))
-    out["printed"] = "\n".join(ln for ln in result.stdout.splitlines() if not ln.startswith(MARK))[
-        -2000:
-    ]
+    shown = [ln for ln in result.stdout.splitlines() if not ln.startswith(MARK)]
+    out["printed"] = "\n".join(shown)[-2000:]
     if result.ok:
         out["answer"], out["error"] = checked_answer(result.stdout, allowed)
     else:
