@@ -84,9 +84,12 @@ def _models() -> MakerModels:
 
 
 def _nodes(sop_dir: Path, nodes: list[str], cases_dir: Path) -> list[str]:
-    """The nodes, checked before any model call: decision nodes with labeled cases."""
+    """The nodes, checked before any model call: decision nodes with labeled cases, each once
+    (a node named twice is made once)."""
     from sopgraph.evals.toolmaker_eval import node_cases
     from sopgraph.graphs.loader import load_sop
+
+    nodes = list(dict.fromkeys(nodes))
 
     known = {n.id for n in load_sop(sop_dir).decision_nodes}
     unknown = [n for n in nodes if n not in known]

@@ -133,3 +133,15 @@ def test_cli_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys, argv, m
         code = exc.code
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) <= 2 and err[-1].startswith("error:") and message in err[-1]
+
+
+def test_a_node_named_twice_is_made_once(tmp_path):
+    from sopgraph.commands.toolmaker import _nodes
+
+    sop = make_toy_sop(tmp_path / "toy_belt")
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / f"{NODE}.jsonl").write_text(
+        json.dumps({**TRAIN[0].model_dump(), "node": NODE, "split": "train"}) + "\n"
+    )
+    assert _nodes(sop, [NODE, NODE], cases) == [NODE]

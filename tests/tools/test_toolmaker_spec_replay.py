@@ -43,6 +43,8 @@ RUNS = {
     "other_sop_d_r_enum": ["--configs", "sop+d+r", "--with-enumeration", *ZERO_SHOT],
     # the same on the 22 other nodes outside NODE_SET that have cases (live, 2026-11-26)
     "rest_sop_d_r_enum": ["--configs", "sop+d+r", "--with-enumeration", *ZERO_SHOT],
+    # one sample a node, the greedy spec alone (live, 2026-11-26, every node with cases)
+    "sop_d_one_sample": ["--configs", "sop+d", "--samples", "1", "--no-baseline", *ZERO_SHOT],
     # the tool-maker as `sopgraph tools optimize-maker` compiled it (live, 2026-11-26; not the
     # default program: it measured worse than zero-shot)
     "sop_d_r_optimized": [
