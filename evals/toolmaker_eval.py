@@ -268,7 +268,11 @@ async def eval_spec_toolmaker(
     (rows and records marked ``+enum``). ``label_free``: the tool-maker never reads the
     training labels (``make_spec_tool``'s votes label them; rows marked ``label-free``, their
     train pass against those pseudo-labels); held-out is scored against the real labels."""
-    from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
+    from sopgraph.tools.toolmaker.sampling import (
+        make_spec_tool,
+        score_spec_heldout,
+        search_candidates,
+    )
     from sopgraph.tools.toolmaker.search import llm_free
 
     library = library_spec_map(session)
@@ -315,14 +319,7 @@ async def eval_spec_toolmaker(
                         on_stage(config, node, s, d)
 
                 start = time.perf_counter()
-                extra = None
-                if with_enumeration:
-                    from sopgraph.tools.toolmaker.search import enumerate_specs
-
-                    extra = enumerate_specs(
-                        deps.node.text, list(deps.node.data), deps.data,
-                        deps.brief.param_names, deps.input_fields,
-                    )  # fmt: skip
+                extra = search_candidates(deps) if with_enumeration else None
                 try:
                     record = await make_spec_tool(
                         deps, train, config=config, samples=samples, rounds=rounds, seed=seed,
@@ -335,9 +332,7 @@ async def eval_spec_toolmaker(
                         notes=[f"make failed: {type(exc).__name__}: {exc}"],
                         seconds=round(time.perf_counter() - start, 2),
                     )  # fmt: skip
-                name = config.replace("+", "_") + ("" if demos_from == "library" else "_cold")
-                name += "_enum" if with_enumeration else ""
-                name += "_label_free" if label_free else ""
+                name = record_folder(config, demos_from, with_enumeration, label_free)
                 if out_dir is not None:
                     path = out_dir / name / f"seed{seed}" / f"{node}.json"
                     path.parent.mkdir(parents=True, exist_ok=True)
@@ -359,6 +354,15 @@ async def eval_spec_toolmaker(
                 if on_row:
                     on_row(rows)
     return rows
+
+
+def record_folder(
+    config: str, demos_from: str = "library", with_enumeration: bool = False,
+    label_free: bool = False,
+) -> str:  # fmt: skip
+    """The folder under ``records/`` that one configuration's make records are written to."""
+    name = config.replace("+", "_") + ("" if demos_from == "library" else "_cold")
+    return name + ("_enum" if with_enumeration else "") + ("_label_free" if label_free else "")
 
 
 def library_spec_map(session: MakeSession) -> dict[str, dict[str, Any]]:
@@ -399,8 +403,9 @@ def _stratified(cases: list[Case], n: int) -> list[Case]:
 
 
 def register_passing(records: Path, config: str, sop_dir: Path, copy_dir: Path) -> list[str]:
-    """Register every tool ``config`` made that passed its held-out cases into a copy of the
-    SOP's folder, as ``tool-maker:<model>`` versions, promoted. Returns one line a node.
+    """Register every tool made that passed its held-out cases into a copy of the SOP's
+    folder, as ``tool-maker:<model>`` versions, promoted; ``config`` names the records' folder
+    (``record_folder``). Returns one line a node.
 
     The copy is what ``sopgraph eval triage --sop COPY`` runs: the library with the
     tool-maker's tools in place of the people's, for the nodes where they passed.
@@ -414,7 +419,7 @@ def register_passing(records: Path, config: str, sop_dir: Path, copy_dir: Path) 
         shutil.copytree(sop_dir, copy_dir)
     registry = Registry(copy_dir / "tools")
     lines = []
-    folder = records / config.replace("+", "_")
+    folder = records / config
     for path in sorted(folder.glob("seed*/*.json")):
         record = MakeRecord.model_validate_json(path.read_text())
         if record.eval_pass != 1.0:

@@ -50,6 +50,7 @@ from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.graphs.untrusted_text import serialisable
 from sopgraph.nodes.codeact_demos import DEFAULT_DEMOS, LibraryDemos
+from sopgraph.nodes.codeact_scope import Scope, check_scope, scope_problem
 from sopgraph.nodes.local_turns import is_local, model_turn
 from sopgraph.nodes.mcp_functions import McpFunctions
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
@@ -170,6 +171,8 @@ class CodeActRun:
     # the check's data hints (``server.metric``, ``server.table.column``)
     hints: tuple[str, ...] = ()
     samples: int = 0  # other code replies sampled when ``review`` finds a problem in one
+    scope: Scope | None = None  # what the check's text is about (``nodes.codeact_scope``)
+    station: str | None = None  # the input's station, which a station check's code names
 
 
 def hinted_names(hints: tuple[str, ...] | list[str]) -> list[str]:
@@ -221,17 +224,22 @@ def threshold_to_avoid(stated: tuple[str, float] | None, text: str) -> float | N
 
 
 def review(code: str, run: CodeActRun) -> str | None:
-    """Why ``code`` should not run as it is (another reply is sampled), or None. Two checks
+    """Why ``code`` should not run as it is (another reply is sampled), or None. Three checks
     the host makes from the SOP itself: code that reads data must read at least one of the
-    check's hinted data (a look at the catalog is free), and it must not hold
-    ``run.avoid`` (``threshold_to_avoid``). Code that does not parse runs, and its error
-    goes back."""
+    check's hinted data (a look at the catalog is free), over the scope the check's text
+    states (``codeact_scope.scope_problem``: the alarmed station, or every station of the
+    site), and it must not hold ``run.avoid`` (``threshold_to_avoid``). Code that does not
+    parse runs, and its error goes back."""
     tree = _parsed(code)
     if tree is None:
         return None
     names = hinted_names(run.hints)
-    if names and _reads_called(tree, run) and not any(_mentions(code, n) for n in names):
+    reads = _reads_called(tree, run)
+    if names and reads and not any(_mentions(code, n) for n in names):
         return f"reads none of the check's data ({', '.join(names)})"
+    scoped = scope_problem(code, run.scope, run.station) if reads else None
+    if scoped is not None:
+        return scoped
     if run.avoid is not None and run.avoid in _numbers(tree):
         op = run.stated[0] if run.stated else "?"
         return f"uses the check's threshold {run.avoid:g} (the host compares: observed {op} {run.avoid:g})"
@@ -282,6 +290,8 @@ class CodeActState(TypedDict, total=False):
     unlooked: int  # answers sent back for being given before any function was called
     resampled: Annotated[list[dict[str, Any]], operator.add]  # code replies ``review`` sent back
     prepared: dict[str, Any] | None  # what the chosen sample ran (``_execute``), for ``act``
+    repeats: int  # code replies identical to an earlier step's (each not run again)
+    resample: bool  # the last reply repeated earlier code: the next code reply is sampled
 
 
 def _budget(n: int) -> str:
@@ -343,6 +353,10 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         turns >= run.max_turns and state.get("looked", False)
     )
     model = (run.answer_model if answering else run.code_model) or run.model
+    if state.get("resample") and not answering:
+        # the greedy reply to this prompt is the code already run: sample another (a seed per
+        # repeat, so a recording replays)
+        model = model.bind(temperature=SAMPLE_TEMPERATURE, seed=state.get("repeats", 1))
     try:
         text, n_in, n_out = await _ask(run, model, state["messages"])
         resampled = []
@@ -405,7 +419,8 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
         # the same code again would fail (or print) the same: not run; the answer is due
         looked = state.get("looked", False)
         text = _observe(run, turn, REPEATED_CODE, None, answer=looked)
-        return {"pending": None, "answer_due": looked, "messages": [HumanMessage(content=text)]}
+        return {"pending": None, "answer_due": looked, "messages": [HumanMessage(content=text)],
+                "repeats": state.get("repeats", 0) + 1, "resample": True}  # fmt: skip
     prepared = state.get("prepared")
     try:  # a sample verified in ``think`` has already run: its result is used
         ran = prepared if prepared and prepared["step"]["code"] == code else None
@@ -419,6 +434,7 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
     return {
         "pending": None,
         "prepared": None,
+        "resample": False,
         "code": [ran["step"]],
         "mcp_calls": ran["calls"],
         "looked": looked,
@@ -517,13 +533,16 @@ class CodeActExecutor:
     library: LibraryDemos | None = None  # the SOP's tool library, for demonstrations
     demos: int = DEFAULT_DEMOS
     samples: int | None = None  # other code replies sampled on a review problem (Settings)
+    scoped: bool | None = None  # the check's scope read from its text (Settings.codeact_scope)
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
 
     def __post_init__(self) -> None:
-        if self.samples is None:
+        if self.samples is None or self.scoped is None:
             from sopgraph.nodes.models import Settings
 
-            self.samples = Settings().codeact_samples
+            settings = Settings()
+            self.samples = settings.codeact_samples if self.samples is None else self.samples
+            self.scoped = settings.codeact_scope if self.scoped is None else self.scoped
         self.model = role_chat(self.model, "codeact")
         self.extractor = self.extractor or VerdictExtractor()
 
@@ -536,7 +555,11 @@ class CodeActExecutor:
     async def _decide(self, node: Node, ctx: ToolContext) -> Outcome:
         start = time.perf_counter()
         specs, functions, problems = await self._functions.for_node(node, ctx)
-        demos = await self.library.for_node(node, ctx, self.demos) if self.library and specs else []
+        demos = (
+            await self.library.for_node(node, ctx, self.demos, scoped=bool(self.scoped))
+            if self.library and specs
+            else []
+        )
         system = render_system_prompt(
             question=ctx.text or node.text,
             functions=list(specs.values()),
@@ -556,6 +579,7 @@ class CodeActExecutor:
             answer_model=typed_answer_model(self.model, answer_schema(stated)),
             prelude=prelude(ctx.timestamp), stated=stated, avoid=threshold_to_avoid(stated, ctx.text or node.text),
             hints=tuple(node.data), samples=self.samples, code_model=code_reply_model(self.model, list(specs)),
+            scope=check_scope(ctx.text or node.text) if self.scoped else None, station=_station(ctx.input),
         )  # fmt: skip
         state: CodeActState = {
             "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],
@@ -605,6 +629,12 @@ class CodeActExecutor:
             n_in += int(entry.get("prompt_tokens") or 0)
             n_out += int(entry.get("completion_tokens") or 0)
         return verdict, None, {"source": source, "input_tokens": n_in, "output_tokens": n_out}
+
+
+def _station(data: Any) -> str | None:
+    """The input's station, when it names one (a belt alarm does not)."""
+    station = data.get("station") if isinstance(data, dict) else None
+    return station if isinstance(station, str) and station else None
 
 
 def _threshold(node: Node, params: dict[str, Any]) -> Any:

@@ -3,11 +3,13 @@
 For a node the sub-agent decides, the ``k`` library nodes nearest to it (``tools/similar``:
 never its own tool; one that reads the same metric, a sibling check on another window or
 device, is fair: the library holds it when this node's tool is missing) run their spec on
-this input, with every MCP call they make recorded. The sub-agent is shown each call as
-the Python it would write (``robotics_execute_query(query=..., time=NOW)``), what came back and
-the verdict the spec reached: real queries against this input's data, with the data's own
-result shapes, for other checks. A demonstration that fails to run (it needs an input field
-this input lacks) is left out, and the next nearest stands in.
+this input, with every MCP call they make recorded; those whose text states the node's own
+scope come first (``codeact_scope``: the alarmed station, or a count over the site's
+stations). The sub-agent is shown each call as the Python it would write
+(``robotics_execute_query(query=..., time=NOW)``), what came back and the verdict the spec
+reached: real queries against this input's data, with the data's own result shapes, for other
+checks. A demonstration that fails to run (it needs an input field this input lacks) is left
+out, and the next nearest stands in.
 
 Example:
     >>> demos = await LibraryDemos(registry).for_node(node, ctx, k=2)   # doctest: +SKIP
@@ -25,6 +27,7 @@ from typing import Any
 from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Node
+from sopgraph.nodes.codeact_scope import check_scope
 from sopgraph.nodes.mcp_functions import function_name
 from sopgraph.prompts.codeact import DemoCall, DemoRun, table_rows
 from sopgraph.tools.registry import Registry
@@ -73,11 +76,17 @@ class LibraryDemos:
             self._pool = library_specs(sop, self.registry)
         return self._pool
 
-    async def for_node(self, node: Node, ctx: ToolContext, k: int = DEFAULT_DEMOS) -> list[DemoRun]:
-        """Up to ``k`` demonstrations run on ``ctx``'s input (fewer when one fails to run)."""
+    async def for_node(
+        self, node: Node, ctx: ToolContext, k: int = DEFAULT_DEMOS, scoped: bool = True
+    ) -> list[DemoRun]:
+        """Up to ``k`` demonstrations run on ``ctx``'s input (fewer when one fails to run);
+        ``scoped``: those of the check's own scope first."""
         if k <= 0 or ctx.mcp is None:
             return []
         ranked = nearest(self.pool(), node.text, list(node.data), MAX_TRIED, node.id, copies=True)
+        scope = check_scope(ctx.text or node.text) if scoped else None
+        if scope is not None:  # the check's own scope first: the model copies the first
+            ranked.sort(key=lambda e: check_scope(e.text) != scope)  # stable: nearest first
         out = []
         for entry in ranked:  # the next nearest stands in for one this input cannot run
             demo = await run_demo(entry, ctx)

@@ -31,6 +31,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.seen: list[list[BaseMessage]] = []
+        self.kwargs: list[dict[str, Any]] = []  # each call's bound settings (temperature, seed)
         self.bound: list[Any] = []
         self.i = 0
 
@@ -70,6 +71,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any
     ) -> ChatResult:
         self.recorder.seen.append(list(messages))
+        self.recorder.kwargs.append(dict(kwargs))
         if self.responder is not None:
             reply = self.responder(messages)
         else:

@@ -73,9 +73,16 @@ class Settings(BaseSettings):
 
     codeact_samples: int = 0
     """Other code replies the CodeAct sub-agent samples when the host's review finds a problem
-    in one (it reads none of the node's hinted data, or uses the check's own threshold); the
+    in one (it reads none of the node's hinted data, or another scope than the check's, or uses
+    the check's own threshold); the
     first that passes, runs and reads data is kept. 0 (default) turns it off; see
     docs/agents.md for what it measured."""
+
+    codeact_scope: bool = True
+    """The CodeAct sub-agent reads the scope the check's text states (the alarmed station, or a
+    count over the site's stations): the demonstrations of that scope come first, and with
+    ``codeact_samples`` the review sends back code over the other scope. False: as before
+    2026-11-28 (the runs recorded then replay with it)."""
 
     local_port: int = 0
     """Port of the local llama.cpp server; 0 picks a free one."""

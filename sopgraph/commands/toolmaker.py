@@ -159,6 +159,14 @@ def _pipeline_options(p: argparse.ArgumentParser) -> None:
         help="spec: the tool-maker's saved DSPy program (default: the one `sopgraph tools "
         "optimize-maker` saved in prompts/optimized/, when there is one; none: zero-shot)",
     )  # fmt: skip
+    p.add_argument(
+        "--no-enumeration", dest="enumeration", action="store_false",
+        help="spec: the model's samples alone; by default the LLM-free search's enumerated "
+        "specs join round 0's samples and the same execution chooses (rows marked +enum)",
+    )  # fmt: skip
+    p.add_argument(
+        "--with-enumeration", dest="enumeration", action="store_true", help=argparse.SUPPRESS
+    )  # the default since 2026-11-28; kept for old commands
 
 
 def _budget_options(p: argparse.ArgumentParser) -> None:
@@ -214,7 +222,11 @@ def cmd_tools_make(argv: list[str]) -> int:
     from sopgraph.tools.registry import Registry
     from sopgraph.tools.toolmaker.label_free import Judges, make_label_free
     from sopgraph.tools.toolmaker.pipeline import make_tool, register, score_heldout
-    from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
+    from sopgraph.tools.toolmaker.sampling import (
+        make_spec_tool,
+        score_spec_heldout,
+        search_candidates,
+    )
     from sopgraph.tools.toolmaker.session import MakeSession
 
     async def go() -> list[dict[str, Any]]:
@@ -239,6 +251,7 @@ def cmd_tools_make(argv: list[str]) -> int:
                         record = await make_spec_tool(
                             sdeps, train, config=args.config, samples=args.samples,
                             rounds=args.rounds, seed=args.seed, on_stage=stage,
+                            extra_candidates=search_candidates(sdeps) if args.enumeration else None,
                         )  # fmt: skip
                         stage("score", f"{len(held_out)} held-out cases")
                         record = await score_spec_heldout(sdeps, record, held_out)
@@ -502,7 +515,7 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
                         session, cases_dir, nodes, configs, seeds, samples=args.samples,
                         rounds=args.rounds if args.rounds is not None else 1,
                         train_limit=args.train_cases, demos_from=args.demos,
-                        baseline=not args.no_baseline, with_enumeration=args.with_enumeration,
+                        baseline=not args.no_baseline, with_enumeration=args.enumeration,
                         label_free=args.label_free, program=args.program,
                         out_dir=out_dir / "records",
                         on_stage=stage, on_row=partial,
@@ -518,7 +531,9 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
     summary = summarize(rows, models.name, live)
     write_output(out_dir / "summary.json", dump(summary))
     report = write_output(out_dir / "report.md", render_report(summary))
+    registered = _register_into(args, configs, out_dir, sop_dir) if args.register_into else []
     if args.json:
+        summary["registered"] = registered
         print(dump(summary))
         return 0
     mode = "live" if live else "replayed/scripted (not live)"
@@ -560,14 +575,22 @@ def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
                 f"{speed['nodes']} makes"
             )
     if args.register_into:
-        from sopgraph.evals.toolmaker_eval import register_passing
-
-        config = args.register_config or configs[-1]
-        copy = Path(args.register_into)
-        for line in register_passing(out_dir / "records", config, sop_dir, copy):
+        for line in registered:
             print(f"  {line}")
-        print(f"registered into {copy}; score it with: sopgraph eval triage --sop {copy}")
+        print(f"registered into {args.register_into}; score it with: sopgraph eval triage "
+              f"--sop {args.register_into}")  # fmt: skip
     return 0
+
+
+def _register_into(args: Any, configs: list[str], out_dir: Path, sop_dir: Path) -> list[str]:
+    """Register the tools of one configuration that passed held-out into ``--register-into``."""
+    from sopgraph.evals.toolmaker_eval import record_folder, register_passing
+
+    config = args.register_config or configs[-1]
+    spec = args.pipeline == "spec"
+    folder = record_folder(config, args.demos if spec else "library",
+                           spec and args.enumeration, spec and args.label_free)  # fmt: skip
+    return register_passing(out_dir / "records", folder, sop_dir, Path(args.register_into))
 
 
 def register(sub: Any) -> None:
@@ -585,11 +608,6 @@ def register(sub: Any) -> None:
     _pipeline_options(p)
     p.add_argument("--train-cases", type=positive_int, help="spec: use N training cases a node")
     p.add_argument("--no-baseline", action="store_true", help="spec: skip the LLM-free search")
-    p.add_argument(
-        "--with-enumeration", action="store_true",
-        help="spec: add the LLM-free search's enumerated specs to round 0's model samples, "
-        "chosen by the same execution (rows marked +enum)",
-    )  # fmt: skip
     p.add_argument(
         "--label-free", action="store_true",
         help="spec: the tool-maker never reads the training labels: round 0's samples vote "

@@ -99,6 +99,8 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     "triage_codeact_sampled_more2": ("model", "triage", "--arch", "codeact", "--skip", "24"),
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
+UNSCOPED = {"SOPGRAPH_CODEACT_SCOPE": "0"}  # CodeAct runs recorded before the scope (2026-11-28)
+SCOPED: set[str] = set()  # CodeAct runs recorded with it
 
 
 @pytest.mark.parametrize("run", list(TRIAGE_RUNS))
@@ -107,7 +109,8 @@ def test_model_triage_replays(fc_home, run):  # noqa: F811
     name = run.removesuffix("_eval")
     live = _live(name)
     cmd, *args = TRIAGE_RUNS[run]
-    settings = SAMPLED if "_sampled_" in name else None
+    settings = {**(SAMPLED if "_sampled_" in name else {}),
+                **(UNSCOPED if "codeact" in name and name not in SCOPED else {})}  # fmt: skip
     out = _replay(name, *args, "--alarms", str(live["n"]), home=fc_home, command=cmd,
                   settings=settings)  # fmt: skip
     _check_replayed(out)

@@ -533,3 +533,33 @@ def test_review_allows_a_threshold_the_text_names_twice_and_code_that_reads_the_
     assert "maintenance_log" in review(
         "r1 = ops_execute_query(sql='SELECT 1')", run("x", None, ("ops.maintenance_log",))
     )
+
+
+def test_review_sends_back_code_over_the_wrong_scope():
+    from sopgraph.nodes.codeact import CodeActRun, review
+
+    def run(scope):
+        return CodeActRun(_model(), {"q": None}, {}, None, hints=("robotics.station_idle_pct",),
+                          scope=scope, station="ST05")  # fmt: skip
+
+    site = "r1 = q(query='avg_over_time(station_idle_pct{site=\"FC1\"}[15m])')"
+    one = 'r1 = q(query=\'avg_over_time(station_idle_pct{site="FC1",station="ST05"}[15m])\')'
+    assert "never names the alarmed station ST05" in review(site, run("station"))
+    assert review(one, run("station")) is None
+    assert "counts the site's stations" in review(one, run("spread"))
+    assert review(site + "\nvalue = len(series_values(r1))", run("spread")) is None
+    # code that reads no data (a look at the catalog) is not held to a scope
+    assert review("r1 = robotics_list_metrics(match='idle')", run("station")) is None
+
+
+@shared_loop
+async def test_a_repeated_reply_is_not_run_and_the_next_is_sampled(pool):
+    broken = "```python\nr1 = robotics_execute_query(query='x'\nprint(r1)\n```"  # a SyntaxError
+    model = _model(broken, broken, QUERY, ANSWER_TRUE)
+    outcome = await CodeActExecutor(model).decide(_node(), _ctx(_node(), pool))
+    assert outcome.verdict.value == "true"
+    # the broken code ran once; its greedy repeat was not run, and the reply after it was
+    # sampled (temperature, a seed: a recording replays)
+    assert [step["ok"] for step in outcome.detail["code"]] == [False, True]
+    sampled = [(k.get("temperature"), k.get("seed")) for k in model.recorder.kwargs]
+    assert sampled == [(None, None), (None, None), (0.5, 1), (None, None)]

@@ -23,34 +23,53 @@ from model_env import clean_env  # noqa: F401 - the autouse fixture
 
 from sopgraph.cli import main
 from sopgraph.examples import EXAMPLES
+from sopgraph.tools.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 TAPES = ROOT / "tests" / "cassettes"
 RESULTS = ROOT / "evals" / "model_results"
 ZERO_SHOT = ["--program", "none"]  # every run before the optimized program (2026-11-26)
+ALONE = ["--no-enumeration"]  # the model's samples alone (the default before 2026-11-28)
 RUNS = {
-    "sop_d_r": ["--configs", "sop+d+r", *ZERO_SHOT],
-    "sop": ["--configs", "sop", "--no-baseline", *ZERO_SHOT],
-    "cold": ["--configs", "sop+d+r", "--demos", "none", "--no-baseline", *ZERO_SHOT],
-    "train5": ["--configs", "sop+d+r", "--train-cases", "5", "--no-baseline", *ZERO_SHOT],
-    "sop_d": ["--configs", "sop+d", "--no-baseline", *ZERO_SHOT],
-    "sop_r": ["--configs", "sop+r", "--no-baseline", *ZERO_SHOT],
-    # the LLM-free search's enumerated specs added to round 0's samples (live, 2026-11-26)
-    "sop_d_r_enum": ["--configs", "sop+d+r", "--no-baseline", "--with-enumeration", *ZERO_SHOT],
-    "sop_d_r_label_free": ["--configs", "sop+d+r", "--no-baseline", "--label-free", *ZERO_SHOT],
+    "sop_d_r": ["--configs", "sop+d+r", *ALONE, *ZERO_SHOT],
+    "sop": ["--configs", "sop", "--no-baseline", *ALONE, *ZERO_SHOT],
+    "cold": ["--configs", "sop+d+r", "--demos", "none", "--no-baseline", *ALONE, *ZERO_SHOT],
+    "train5": ["--configs", "sop+d+r", "--train-cases", "5", "--no-baseline", *ALONE, *ZERO_SHOT],
+    "sop_d": ["--configs", "sop+d", "--no-baseline", *ALONE, *ZERO_SHOT],
+    "sop_r": ["--configs", "sop+r", "--no-baseline", *ALONE, *ZERO_SHOT],
+    # the LLM-free search's enumerated specs added to round 0's samples (live, 2026-11-26;
+    # the default since 2026-11-28)
+    "sop_d_r_enum": ["--configs", "sop+d+r", "--no-baseline", *ZERO_SHOT],
+    "sop_d_r_label_free": [
+        "--configs",
+        "sop+d+r",
+        "--no-baseline",
+        "--label-free",
+        *ALONE,
+        *ZERO_SHOT,
+    ],
     # the enumeration configuration beside the LLM-free search on 8 nodes outside NODE_SET (live,
     # 2026-11-26: is it tuned to NODE_SET?)
     "other_sop_d_r_enum": ["--configs", "sop+d+r", "--with-enumeration", *ZERO_SHOT],
     # the same on the 22 other nodes outside NODE_SET that have cases (live, 2026-11-26)
     "rest_sop_d_r_enum": ["--configs", "sop+d+r", "--with-enumeration", *ZERO_SHOT],
     # one sample a node, the greedy spec alone (live, 2026-11-26, every node with cases)
-    "sop_d_one_sample": ["--configs", "sop+d", "--samples", "1", "--no-baseline", *ZERO_SHOT],
+    "sop_d_one_sample": [
+        "--configs",
+        "sop+d",
+        "--samples",
+        "1",
+        "--no-baseline",
+        *ALONE,
+        *ZERO_SHOT,
+    ],  # fmt: skip
     # the tool-maker as `sopgraph tools optimize-maker` compiled it (live, 2026-11-26; not the
     # default program: it measured worse than zero-shot)
     "sop_d_r_optimized": [
         "--configs",
         "sop+d+r",
         "--no-baseline",
+        *ALONE,
         "--program",
         str(ROOT / "prompts" / "optimized" / "check_maker_bootstrap_2026-11-26.json"),
     ],  # fmt: skip
@@ -90,11 +109,21 @@ def test_a_live_spec_toolmaker_run_replays_to_its_published_rows(
     monkeypatch.setenv("SOPGRAPH_CASSETTE", str(tape))
     monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "replay")
     nodes = sorted({r["node"] for r in live})
-    argv = ["eval", "toolmaker", str(EXAMPLES / "fc_alarm_triage"), *RUNS[name],
+    copy = tmp_path / "copy"  # the default pipeline's passing tools, registered into a copy
+    register = ["--register-into", str(copy)] if name == "sop_d_r_enum" else []
+    argv = ["eval", "toolmaker", str(EXAMPLES / "fc_alarm_triage"), *RUNS[name], *register,
             "--nodes", ",".join(nodes), "--out", str(tmp_path / "out"), "--json"]  # fmt: skip
     assert main(argv) == 0
     replayed = json.loads(capsys.readouterr().out)
     assert replayed["live"] is False
+    if register:
+        passed = sorted(r["node"] for r in live if r["passed"])
+        promoted = sorted(x.split(":")[0] for x in replayed["registered"] if "promoted" in x)
+        assert promoted == passed and len(passed) == 13
+        registry = Registry(copy / "tools")
+        for node in passed:
+            entry = registry.entry(node)
+            assert entry.version(entry.active).author == "tool-maker:local", node
 
     def key(rows):
         return {(r["config"], r["node"]): {k: r.get(k) for k in SAME} for r in rows}

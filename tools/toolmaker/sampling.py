@@ -45,7 +45,7 @@ from sopgraph.tools.toolmaker.grammar import as_spec_dict, response_format, spec
 from sopgraph.tools.toolmaker.maker import call_failure, usage_of
 from sopgraph.tools.toolmaker.record import Candidate, Case, MakeRecord, Round, Sample
 from sopgraph.tools.toolmaker.reflector import Reflector
-from sopgraph.tools.toolmaker.search import improve, size
+from sopgraph.tools.toolmaker.search import enumerate_specs, improve, size
 
 SAMPLES = 8
 ROUNDS = 1  # repair rounds after the first (each samples again around the diagnosis)
@@ -136,6 +136,16 @@ def tool_file(node_id: str, text: str, spec: dict[str, Any]) -> str:
         "from sopgraph.tools.spec import tool\n\n"
         f"SPEC = {body}\n\nrun = tool(SPEC)\n"
     )
+
+
+def search_candidates(deps: SpecDeps) -> list[dict[str, Any]]:
+    """The LLM-free search's enumerated specs for the node (its hinted data, the windows its
+    text names, its parameters): candidates that join the model's samples by default
+    (measured: 13 of 14 held-out with them against 10 without, docs/toolmaker.md)."""
+    return enumerate_specs(
+        deps.node.text, list(deps.node.data), deps.data, deps.brief.param_names,
+        deps.input_fields,
+    )  # fmt: skip
 
 
 async def make_spec_tool(

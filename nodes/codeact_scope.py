@@ -1,0 +1,68 @@
+"""The scope a check's text states: the alarmed station's own equipment, or a count over the
+site's stations. The CodeAct sub-agent's review and its choice of demonstrations read it.
+
+Measured on the live held-out CodeAct runs (docs/agents.md): most wrong node verdicts measured
+the right data over the wrong scope, copied from a demonstration of the other scope (the
+site-wide idle spread for "the alarmed induct station was idle", one station for "at least 3
+stations of the site each"). The text says which scope it wants; the host reads it and checks
+the code against it, as it checks the data hints and the threshold.
+
+Example:
+    >>> check_scope("At least {n} stations of the site each have a pick error rate above 3%.")
+    'spread'
+    >>> check_scope("The station's camera failed more than {pct}% of its reads.")
+    'station'
+    >>> scope_problem("q = 'x{site=\\"BFI4\\"}'", "station", "ST03")
+    'never names the alarmed station ST03 (the check is about that station)'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Scope = Literal["station", "spread"]
+
+# "at least {n} stations of the site each", "at least 3 induct stations", "stations of the site"
+_SPREAD = re.compile(
+    r"\bat least \S+ (?:\w+ )?stations\b|\bstations of the site\b|\bhow many stations\b", re.I
+)
+# the alarmed station itself, or a device of it: "the station's camera", "this robot",
+# "the robot's suction cup", "the printer's print head"
+_STATION = re.compile(
+    r"\b(?:the|this|its) (?:alarmed (?:\w+ )?)?"
+    r"(?:station|robot|printer|camera|suction cup|print head)(?:'s)?\b",
+    re.I,
+)
+_ONE_SERIES = re.compile(r"(?:series_values|table_rows)\(\w+\)\[\s*-?\d+\s*\]")
+_COUNTS = re.compile(r"\blen\(|\bsum\(\s*1\s+for\b")
+_OTHERS = re.compile(r"\bother\b|\bwhole site\b|\bsite's\b|\bevery\b", re.I)
+
+
+def check_scope(text: str) -> Scope | None:
+    """``spread`` for a count over the site's stations, ``station`` for the alarmed station
+    (or its robot, printer, camera), None when the text says neither or mixes them (the
+    site's other robots)."""
+    if _SPREAD.search(text):
+        return "spread"
+    if _STATION.search(text) and not _OTHERS.search(text):
+        return "station"
+    return None
+
+
+def scope_problem(code: str, scope: Scope | None, station: str | None) -> str | None:
+    """Why ``code`` reads the wrong scope, or None: a station check must name the alarmed
+    station (its queries filter on it, or look its robot up by it); a spread over the site's
+    stations must not, and must count them (``len`` of those above the cut), not read one."""
+    if not scope or (not station and scope == "station"):
+        return None
+    named = (
+        bool(station) and re.search(rf"(?<!\w){re.escape(station or '')}(?!\w)", code) is not None
+    )
+    if scope == "station" and not named:
+        return f"never names the alarmed station {station} (the check is about that station)"
+    if scope == "spread" and named:
+        return f"filters to station {station}, but the check counts the site's stations"
+    if scope == "spread" and (not _COUNTS.search(code) or _ONE_SERIES.search(code)):
+        return "does not count the site's stations (one series read, or no len(...) of them)"
+    return None

@@ -1,0 +1,62 @@
+"""The scope a check's text states, and the host's review of code against it."""
+
+from __future__ import annotations
+
+import pytest
+
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.loader import load_sop
+from sopgraph.nodes.codeact_scope import check_scope, scope_problem
+
+STATION_Q = (
+    'r1 = robotics_execute_query(query=\'avg_over_time(x{site="FC1",station="ST05"}[15m])\')'
+)
+SITE_Q = "r1 = robotics_execute_query(query='avg_over_time(x{site=\"FC1\"}[15m])')"
+
+
+@pytest.mark.parametrize(
+    ("text", "scope"),
+    [
+        ("At least {n} induct stations of the site were each idle more than {p}%.", "spread"),
+        ("At least {n} stations of the site each have a pick error rate above {p}%.", "spread"),
+        ("The alarmed induct station was idle more than {p}% of the time.", "station"),
+        ("The station's camera failed more than {p}% of its reads.", "station"),
+        ("The robot's suction cup is worn: vacuum averaged below {kpa} kPa.", "station"),
+        ("A maintenance ticket for this printer was already open.", "station"),
+        # neither: the site's own equipment, or the site's other robots
+        ("The sorter recorded at least {n} jams in the last 30 minutes.", None),
+        ("Standby is safe if the site's other robots that are running cover the units.", None),
+        ("At least {n} of the site's robots are not running right now.", None),
+    ],
+)
+def test_the_scope_is_read_from_the_check_text(text, scope):
+    assert check_scope(text) == scope
+
+
+def test_station_checks_must_name_the_station_spreads_must_not():
+    said = scope_problem(SITE_Q, "station", "ST05")
+    assert said == "never names the alarmed station ST05 (the check is about that station)"
+    assert scope_problem(STATION_Q, "station", "ST05") is None
+    assert "counts the site's stations" in scope_problem(STATION_Q, "spread", "ST05")
+    # a station id inside a longer one is not the station; no station or no scope: no opinion
+    assert scope_problem(STATION_Q.replace("ST05", "ST051"), "station", "ST05") is not None
+    assert scope_problem(SITE_Q, "station", None) is None
+    assert scope_problem(SITE_Q, None, "ST05") is None
+
+
+def test_a_spread_must_count_the_stations_not_read_one():
+    counts = SITE_Q + "\nvalue = len([v for v in series_values(r1) if v > 3])"
+    assert scope_problem(counts, "spread", "ST05") is None
+    assert scope_problem(counts.replace("len([", "sum(1 for v in ["), "spread", None) is None
+    first = SITE_Q + "\nvalue = series_values(r1)[0]"
+    assert "does not count the site's stations" in scope_problem(first, "spread", "ST05")
+    assert "does not count" in scope_problem(counts + "\nx = series_values(r1)[0]", "spread", None)
+
+
+def test_every_spread_check_of_the_triage_sop_is_read_as_one():
+    sop = load_sop(EXAMPLES / "fc_alarm_triage")
+    spreads = sorted(n.id for n in sop.decision_nodes if check_scope(n.text) == "spread")
+    assert spreads == ["obs_camera_fail_spread", "obs_idle_spread", "obs_pick_error_spread"]
+    # the station checks the live runs measured over the site
+    for node in ("obs_station_idle", "rc_camera_degraded", "rc_suction_cup_worn"):
+        assert check_scope(sop.nodes[node].text) == "station", node
