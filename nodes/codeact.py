@@ -50,6 +50,7 @@ from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.graphs.untrusted_text import serialisable
 from sopgraph.nodes.codeact_demos import DEFAULT_DEMOS, LibraryDemos
+from sopgraph.nodes.codeact_grounding import PRINT_VALUE, ground, printed_numbers, states_percent
 from sopgraph.nodes.codeact_scope import Scope, check_scope, scope_problem
 from sopgraph.nodes.local_turns import is_local, model_turn
 from sopgraph.nodes.mcp_functions import McpFunctions
@@ -173,6 +174,8 @@ class CodeActRun:
     samples: int = 0  # other code replies sampled when ``review`` finds a problem in one
     scope: Scope | None = None  # what the check's text is about (``nodes.codeact_scope``)
     station: str | None = None  # the input's station, which a station check's code names
+    percent: bool = False  # the check's text states its threshold as a percentage
+    grounded: bool = False  # the answer held to what the code printed (``codeact_grounding``)
 
 
 def hinted_names(hints: tuple[str, ...] | list[str]) -> list[str]:
@@ -292,6 +295,8 @@ class CodeActState(TypedDict, total=False):
     prepared: dict[str, Any] | None  # what the chosen sample ran (``_execute``), for ``act``
     repeats: int  # code replies identical to an earlier step's (each not run again)
     resample: bool  # the last reply repeated earlier code: the next code reply is sampled
+    asked_value: bool  # a step read data and printed no number: the value was asked for
+    grounded: list[str]  # how the host changed the answer's observed value (``ground``)
 
 
 def _budget(n: int) -> str:
@@ -339,9 +344,17 @@ async def _resample(
                 ran = await _execute(run, code, turn)
             except SandboxUnavailable:
                 break
-            if ran["step"]["ok"] and ran["read"]:
+            if (
+                ran["step"]["ok"]
+                and ran["read"]
+                and (not run.grounded or printed_numbers(ran["shown"]))
+            ):
                 return text, ran, n_in, n_out, {**record, "chosen": seed, "samples": seed}
-            found = "failed: " + _last_line(ran["step"]["error"] or "it read no data")
+            found = (
+                "failed: " + _last_line(ran["step"]["error"] or "it read no data")
+                if not (ran["step"]["ok"] and ran["read"])
+                else "printed no number"
+            )
         record["problems"].append(found)
     return None, None, n_in, n_out, {**record, "samples": len(record["problems"]) - 1}
 
@@ -381,7 +394,14 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         "resampled": resampled,
         "prepared": None if answering else prepared,
     }
-    typed = parse_answer(text, run.stated) if answering else None
+    read = text
+    if answering and run.grounded:  # the answer held to what the code printed
+        steps = state.get("code", [])
+        last = steps[-1]["stdout"] if steps else ""
+        code = "\n".join(step["code"] for step in steps)
+        read, notes = ground(text, last, code, run.percent)
+        update["grounded"] = notes
+    typed = parse_answer(read, run.stated) if answering else None
     code = None if typed is not None else extract_code(text)
     final = typed is not None or (code is None and is_final_answer(text))
     if final and not state.get("looked", False) and run.functions:
@@ -430,15 +450,20 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
     due = ran["step"]["ok"] and ran["read"]
     looked = state.get("looked", False) or bool(ran["calls"])
     last = looked and run.max_turns - turn <= 1
-    observation = _observe(run, turn, ran["shown"], ran["step"]["error"], due or last)
+    ask = due and not last and run.grounded and not state.get("asked_value")
+    ask = ask and not printed_numbers(ran["shown"])
+    observation = _observe(run, turn, ran["shown"], ran["step"]["error"], (due or last) and not ask)
+    if ask:  # it read data and printed no number (a verdict): the value, once, then the answer
+        observation += "\n\n" + PRINT_VALUE
     return {
+        "asked_value": bool(state.get("asked_value") or ask),
         "pending": None,
         "prepared": None,
         "resample": False,
         "code": [ran["step"]],
         "mcp_calls": ran["calls"],
         "looked": looked,
-        "answer_due": due,
+        "answer_due": due and not ask,
         "messages": [HumanMessage(content=observation)],
     }
 
@@ -534,15 +559,17 @@ class CodeActExecutor:
     demos: int = DEFAULT_DEMOS
     samples: int | None = None  # other code replies sampled on a review problem (Settings)
     scoped: bool | None = None  # the check's scope read from its text (Settings.codeact_scope)
+    grounded: bool | None = None  # the answer held to the output (Settings.codeact_grounded)
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
 
     def __post_init__(self) -> None:
-        if self.samples is None or self.scoped is None:
+        if self.samples is None or self.scoped is None or self.grounded is None:
             from sopgraph.nodes.models import Settings
 
             settings = Settings()
             self.samples = settings.codeact_samples if self.samples is None else self.samples
             self.scoped = settings.codeact_scope if self.scoped is None else self.scoped
+            self.grounded = settings.codeact_grounded if self.grounded is None else self.grounded
         self.model = role_chat(self.model, "codeact")
         self.extractor = self.extractor or VerdictExtractor()
 
@@ -580,6 +607,7 @@ class CodeActExecutor:
             prelude=prelude(ctx.timestamp), stated=stated, avoid=threshold_to_avoid(stated, ctx.text or node.text),
             hints=tuple(node.data), samples=self.samples, code_model=code_reply_model(self.model, list(specs)),
             scope=check_scope(ctx.text or node.text) if self.scoped else None, station=_station(ctx.input),
+            percent=states_percent(ctx.text or node.text), grounded=bool(self.grounded),
         )  # fmt: skip
         state: CodeActState = {
             "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],
@@ -675,6 +703,8 @@ def _trace(
         "stop": final.get("stop"),
         "extract": extract,
     }
+    if final.get("grounded"):
+        detail["grounded"] = final["grounded"]
     if final.get("resampled"):
         detail["resampled"] = final["resampled"]
     if problems:

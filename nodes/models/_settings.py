@@ -84,6 +84,13 @@ class Settings(BaseSettings):
     ``codeact_samples`` the review sends back code over the other scope. False: as before
     2026-11-28 (the runs recorded then replay with it)."""
 
+    codeact_grounded: bool = True
+    """The CodeAct sub-agent's answer is held to what its code printed (``nodes/codeact_grounding``):
+    a step that read data and printed no number is asked once for the value, an ``observed``
+    printed nowhere gives way to the one number printed, and a ratio (0-1) read against a
+    percentage is read as a percentage. False: as before 2026-11-28 (runs recorded then replay
+    with it)."""
+
     local_port: int = 0
     """Port of the local llama.cpp server; 0 picks a free one."""
     local_n_ctx: int = 8192

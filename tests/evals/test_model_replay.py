@@ -100,11 +100,23 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     # and alarms 37-60, never run before by any architecture
     "triage_codeact_scoped_eval": ("eval", "triage", "--arch", "codeact"),
     "triage_codeact_scoped_more3": ("model", "triage", "--arch", "codeact", "--skip", "36"),
+    # and with the answer held to what the code printed (2026-11-28): alarms 61-84
+    "triage_codeact_grounded_more4": ("model", "triage", "--arch", "codeact", "--skip", "60"),
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
-UNSCOPED = {"SOPGRAPH_CODEACT_SCOPE": "0"}  # CodeAct runs recorded before the scope (2026-11-28)
-SCOPED = {"triage_codeact_scoped", "triage_codeact_scoped_more3"}  # recorded with it, sampled
-PART = {"triage_codeact_scoped_more3": 8}  # CI's time: the first N alarms of a long run
+# what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
+BEFORE = {"SOPGRAPH_CODEACT_SCOPE": "0", "SOPGRAPH_CODEACT_GROUNDED": "0"}
+SCOPED = {"triage_codeact_scoped", "triage_codeact_scoped_more3"}  # scope, sampled
+GROUNDED = {"triage_codeact_grounded_more4"}  # scope and grounding, sampled
+PART = {"triage_codeact_scoped_more3": 8, "triage_codeact_grounded_more4": 8}  # CI's time
+
+
+def _codeact_settings(name: str) -> dict[str, str]:
+    if name in GROUNDED:
+        return SAMPLED
+    if name in SCOPED:
+        return {**SAMPLED, "SOPGRAPH_CODEACT_GROUNDED": "0"}
+    return {**(SAMPLED if "_sampled_" in name else {}), **BEFORE}
 
 
 @pytest.mark.parametrize("run", list(TRIAGE_RUNS))
@@ -113,8 +125,7 @@ def test_model_triage_replays(fc_home, run):  # noqa: F811
     name = run.removesuffix("_eval")
     live = _live(name)
     cmd, *args = TRIAGE_RUNS[run]
-    settings = {**(SAMPLED if "_sampled_" in name or name in SCOPED else {}),
-                **(UNSCOPED if "codeact" in name and name not in SCOPED else {})}  # fmt: skip
+    settings = _codeact_settings(name) if "codeact" in name else None
     n = PART.get(name, live["n"])
     out = _replay(name, *args, "--alarms", str(n), home=fc_home, command=cmd,
                   settings=settings)  # fmt: skip

@@ -407,11 +407,16 @@ def test_a_local_models_code_reply_must_start_by_calling_a_function():
 
 @shared_loop
 async def test_the_host_decides_the_verdict_from_the_measured_answer(pool):
-    measured = '{"observed": 0.76, "comparison": ">", "threshold": 3, "explanation": "yes"}'
+    measured = '{"observed": 31.2, "comparison": "<", "threshold": 3, "explanation": "yes"}'
     model = _model(QUERY, measured)
     node = _node()
     outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
-    # the model's "yes" does not decide: 0.76 > 3 is false
+    # the model's "yes" does not decide, nor its comparison: the text states "more than 25%",
+    # and 31.2 > 25 holds
+    assert outcome.verdict.value == "true" and outcome.verdict.observed == 31.2
+    measured = measured.replace("31.2", "0.76")
+    model = _model(QUERY.replace("print(r['value'])", "print(0.76)"), measured)
+    outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
     assert outcome.verdict.value == "false" and outcome.verdict.observed == 0.76
 
 
@@ -496,7 +501,9 @@ async def test_code_that_misreads_the_check_is_not_run_a_verified_sample_is(pool
 async def test_when_no_sample_passes_the_first_reply_runs_as_it_is(pool):
     model = _model(USES_THRESHOLD, USES_THRESHOLD, USES_THRESHOLD, USES_THRESHOLD, TYPED_TRUE)
     node = _node()
-    outcome = await CodeActExecutor(model=model, samples=3).decide(node, _ctx(node, pool))
+    # grounded=False: a step that printed no number would first be asked for the value
+    executor = CodeActExecutor(model=model, samples=3, grounded=False)
+    outcome = await executor.decide(node, _ctx(node, pool))
     (record,) = outcome.detail["resampled"]
     assert (record["chosen"], record["samples"], len(record["problems"])) == (None, 3, 4)
     (ran,) = outcome.detail["code"]
@@ -504,7 +511,7 @@ async def test_when_no_sample_passes_the_first_reply_runs_as_it_is(pool):
     assert outcome.verdict.value == "true" and outcome.detail["turns"] == 2
     # off by default (SOPGRAPH_CODEACT_SAMPLES=0): the reply runs as it is
     model = _model(USES_THRESHOLD, TYPED_TRUE)
-    outcome = await CodeActExecutor(model=model).decide(node, _ctx(node, pool))
+    outcome = await CodeActExecutor(model=model, grounded=False).decide(node, _ctx(node, pool))
     assert "resampled" not in outcome.detail and len(model.seen) == 2
 
 
@@ -563,3 +570,28 @@ async def test_a_repeated_reply_is_not_run_and_the_next_is_sampled(pool):
     assert [step["ok"] for step in outcome.detail["code"]] == [False, True]
     sampled = [(k.get("temperature"), k.get("seed")) for k in model.recorder.kwargs]
     assert sampled == [(None, None), (None, None), (0.5, 1), (None, None)]
+
+
+VERDICT_ONLY = (
+    "```python\nr = robotics_execute_query(metric='station_idle_pct', site='FC1')\n"
+    "print('true' if r['value'] > 25 else 'false')\n```"
+)
+MADE_UP = '{"observed": 0.43, "comparison": ">", "threshold": 25, "explanation": "x"}'
+
+
+@shared_loop
+async def test_code_that_printed_no_number_is_asked_for_the_value_and_the_answer_held_to_it(pool):
+    model = _model(VERDICT_ONLY, QUERY, MADE_UP)
+    node = _node()
+    outcome = await CodeActExecutor(model, grounded=True).decide(node, _ctx(node, pool))
+    # the verdict it printed is not the answer: the value is asked for once
+    assert "printed no number" in model.seen[1][-1].content
+    assert "Answer now" not in model.seen[1][-1].content
+    assert "Answer now" in model.seen[2][-1].content
+    # the answer's 0.43 was printed nowhere: the 31.2 printed is taken, and the host decides
+    assert outcome.verdict.value == "true" and outcome.verdict.observed == 31.2
+    assert "printed nowhere" in outcome.detail["grounded"][0]
+    # off (as the runs recorded before it replay): the made-up value decides
+    model = _model(VERDICT_ONLY, MADE_UP)
+    outcome = await CodeActExecutor(model, grounded=False).decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "false" and "grounded" not in outcome.detail

@@ -1,0 +1,70 @@
+"""The host's check of a CodeAct answer against what the code printed: the value measured is
+a number the code printed, in the unit the check states.
+
+Measured on the live held-out runs (docs/agents.md): code that compared the value itself and
+printed `true` left the model nothing to report, and it wrote an `observed` it had never seen
+(0.43 for an idle share printed nowhere; the host then decided `false` where the code had found
+`true`); code that read a fill ratio (0.88) answered it against "more than 80%". So the host
+asks once for the value when a step printed no number, takes the one number printed when the
+answer names another, and reads a ratio (a name with `ratio` in it, Prometheus's convention for
+0-1) against a percentage as a percentage.
+
+Example:
+    >>> printed_numbers("[{'avg(x)': 0.82}] 40.0 true")
+    [0.82, 40.0]
+    >>> ground('{"observed": 0.43, "comparison": ">", "threshold": 25}', "48.7", "x", True)[0]
+    '{"observed": 48.7, "comparison": ">", "threshold": 25}'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+PRINT_VALUE = (
+    "Your code printed no number. The host compares the value your code measures with the "
+    "check's threshold: print that value (a number), not a verdict or a sentence."
+)
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE]-?\d+)?(?![\w])")
+_RATIO = re.compile(r"ratio", re.I)
+_PERCENT = re.compile(r"\d\s*%")
+
+
+def printed_numbers(stdout: str) -> list[float]:
+    """The numbers a step printed, in order (a station id's digits, ``ST03``, are not one)."""
+    return [float(x) for x in _NUMBER.findall(stdout or "")]
+
+
+def states_percent(text: str) -> bool:
+    """Whether the check's text states its threshold as a percentage ("more than 80%")."""
+    return bool(_PERCENT.search(text or ""))
+
+
+def ground(text: str, stdout: str, code: str, percent: bool) -> tuple[str, list[str]]:
+    """The answer ``text`` with its ``observed`` made to agree with what the code printed, and
+    a note for each change: a value printed nowhere becomes the one number printed (when
+    exactly one was); a ratio read by ``code`` (0 to 1) against a ``percent`` check becomes a
+    percentage. ``text`` unchanged when it holds no measured answer."""
+    start = (text or "").find("{")
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text[start:]) if start >= 0 else (None, 0)
+    except ValueError:
+        return text, []
+    if not isinstance(data, dict) or not isinstance(data.get("observed"), int | float):
+        return text, []
+    observed, notes = float(data["observed"]), []
+    printed = printed_numbers(stdout)
+    seen = any(math.isclose(observed, p, rel_tol=1e-3, abs_tol=1e-6) for p in printed)
+    if printed and not seen and len(set(printed)) == 1:
+        notes.append(f"observed {observed:g} was printed nowhere: the number printed, "
+                     f"{printed[0]:g}, is taken")  # fmt: skip
+        observed = printed[0]
+    if percent and _RATIO.search(code or "") and 0 <= observed <= 1:
+        notes.append(f"observed {observed:g} is a ratio (0-1) and the check a percentage: "
+                     f"{observed * 100:g} is taken")  # fmt: skip
+        observed = observed * 100
+    if not notes:
+        return text, []
+    data["observed"] = round(observed, 6)
+    return json.dumps(data), notes
