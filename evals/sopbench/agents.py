@@ -9,6 +9,7 @@ columns; a run that ends without them, or past its budget, is not completed.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 import time
@@ -190,7 +191,10 @@ class McpToolsAgent:
     async def __aenter__(self) -> McpToolsAgent:
         from langchain_mcp_adapters.tools import load_mcp_tools
 
-        params = StdioServerParameters(command=self.config.command, args=self.config.args)
+        # the whole environment, as the run's McpPool passes it (the SDK's default passes only
+        # HOME, PATH and a few others: ENTERPRISE_TODAY, which dates a replayed change, was lost)
+        params = StdioServerParameters(command=self.config.command, args=self.config.args,
+                                       env={**os.environ, **self.config.env})  # fmt: skip
         # the simulator's prints go to a scratch file, not into the run's progress lines
         errlog = self._stack.enter_context(tempfile.TemporaryFile("w+"))
         read, write = await self._stack.enter_async_context(stdio_client(params, errlog=errlog))
