@@ -344,16 +344,13 @@ async def _resample(
                 ran = await _execute(run, code, turn)
             except SandboxUnavailable:
                 break
-            if (
-                ran["step"]["ok"]
-                and ran["read"]
-                and (not run.grounded or printed_numbers(ran["shown"]))
-            ):
+            usable = ran["step"]["ok"] and ran["read"]
+            if usable and (not run.grounded or printed_numbers(ran["shown"])):
                 return text, ran, n_in, n_out, {**record, "chosen": seed, "samples": seed}
             found = (
-                "failed: " + _last_line(ran["step"]["error"] or "it read no data")
-                if not (ran["step"]["ok"] and ran["read"])
-                else "printed no number"
+                "printed no number"
+                if usable
+                else "failed: " + _last_line(ran["step"]["error"] or "it read no data")
             )
         record["problems"].append(found)
     return None, None, n_in, n_out, {**record, "samples": len(record["problems"]) - 1}
@@ -450,8 +447,8 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
     due = ran["step"]["ok"] and ran["read"]
     looked = state.get("looked", False) or bool(ran["calls"])
     last = looked and run.max_turns - turn <= 1
-    ask = due and not last and run.grounded and not state.get("asked_value")
-    ask = ask and not printed_numbers(ran["shown"])
+    ask = (due and not last and run.grounded and not state.get("asked_value")
+           and not printed_numbers(ran["shown"]))  # fmt: skip
     observation = _observe(run, turn, ran["shown"], ran["step"]["error"], (due or last) and not ask)
     if ask:  # it read data and printed no number (a verdict): the value, once, then the answer
         observation += "\n\n" + PRINT_VALUE
@@ -581,6 +578,7 @@ class CodeActExecutor:
 
     async def _decide(self, node: Node, ctx: ToolContext) -> Outcome:
         start = time.perf_counter()
+        text = ctx.text or node.text  # the check, its parameters filled in
         specs, functions, problems = await self._functions.for_node(node, ctx)
         demos = (
             await self.library.for_node(node, ctx, self.demos, scoped=bool(self.scoped))
@@ -588,7 +586,7 @@ class CodeActExecutor:
             else []
         )
         system = render_system_prompt(
-            question=ctx.text or node.text,
+            question=text,
             functions=list(specs.values()),
             imports=self.limits.allowed_imports,
             max_turns=self.max_turns,
@@ -600,14 +598,14 @@ class CodeActExecutor:
             data=node.data,
             demos=demos,
         )
-        stated = stated_comparison(ctx.text or node.text)
+        stated = stated_comparison(text)
         run = CodeActRun(
             self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
             answer_model=typed_answer_model(self.model, answer_schema(stated)),
-            prelude=prelude(ctx.timestamp), stated=stated, avoid=threshold_to_avoid(stated, ctx.text or node.text),
+            prelude=prelude(ctx.timestamp), stated=stated, avoid=threshold_to_avoid(stated, text),
             hints=tuple(node.data), samples=self.samples, code_model=code_reply_model(self.model, list(specs)),
-            scope=check_scope(ctx.text or node.text) if self.scoped else None, station=_station(ctx.input),
-            percent=states_percent(ctx.text or node.text), grounded=bool(self.grounded),
+            scope=check_scope(text) if self.scoped else None, station=_station(ctx.input),
+            percent=states_percent(text), grounded=bool(self.grounded),
         )  # fmt: skip
         state: CodeActState = {
             "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],
@@ -625,7 +623,7 @@ class CodeActExecutor:
                 )
             )
             threshold = _threshold(node, ctx.params)
-            verdict, error, extract = await self._extract(ctx.text or node.text, final, threshold)
+            verdict, error, extract = await self._extract(text, final, threshold)
             detail = _trace(final, specs, problems, extract)
             detail["demos"] = [d.node for d in demos]
             record_usage(span, detail["input_tokens"], detail["output_tokens"], model=run.label)
