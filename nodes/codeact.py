@@ -64,6 +64,7 @@ from sopgraph.prompts.codeact import (
     TypedAnswer,
     answer_schema,
     code_grammar,
+    implied_comparison,
     parse_answer,
     prelude,
     render_answer_turn,
@@ -243,9 +244,42 @@ def review(code: str, run: CodeActRun) -> str | None:
     scoped = scope_problem(code, run.scope, run.station) if reads else None
     if scoped is not None:
         return scoped
+    misplaced = sql_misplaced(tree, run) if run.grounded else None
+    if misplaced is not None:
+        return misplaced
     if run.avoid is not None and run.avoid in _numbers(tree):
         op = run.stated[0] if run.stated else "?"
         return f"uses the check's threshold {run.avoid:g} (the host compares: observed {op} {run.avoid:g})"
+    return None
+
+
+_SQL = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.I)
+
+
+def _strings(node: ast.AST) -> str:
+    """The literal text of an argument: its string constants and f-string parts."""
+    return " ".join(n.value for n in ast.walk(node)
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str))  # fmt: skip
+
+
+def sql_misplaced(tree: ast.AST, run: CodeActRun) -> str | None:
+    """Why ``tree`` sends SQL to a function that takes none, or None: a call of a function
+    whose parameters name no ``sql`` (a metrics server's PromQL ``query``) with a
+    ``SELECT ... FROM`` in its arguments. Measured: the model queried the metrics server with
+    SQL on a table it does not have, repeated it, then answered a number from nothing."""
+    assigned = {t.id: _strings(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                for t in n.targets if isinstance(t, ast.Name)}  # fmt: skip
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            continue
+        spec = run.specs.get(call.func.id)
+        props = (spec.input_schema.get("properties") or {}) if spec else {}
+        if not props or any("sql" in name for name in props):
+            continue
+        args = [*call.args, *(k.value for k in call.keywords)]
+        texts = [assigned.get(a.id, "") if isinstance(a, ast.Name) else _strings(a) for a in args]
+        if any(_SQL.search(t) for t in texts):
+            return f"sends SQL to {call.func.id}, which takes no SQL (its parameters: {', '.join(props)})"
     return None
 
 
@@ -297,6 +331,7 @@ class CodeActState(TypedDict, total=False):
     resample: bool  # the last reply repeated earlier code: the next code reply is sampled
     asked_value: bool  # a step read data and printed no number: the value was asked for
     grounded: list[str]  # how the host changed the answer's observed value (``ground``)
+    review_spent: bool  # every sample of a reviewed turn failed: later turns are not reviewed
 
 
 def _budget(n: int) -> str:
@@ -371,7 +406,10 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         text, n_in, n_out = await _ask(run, model, state["messages"])
         resampled = []
         code = None if answering else extract_code(text)
-        problem = review(code, run) if code is not None and run.samples else None
+        # once every sample of a turn failed the review, later turns run their reply as it is
+        # (measured: a node whose samples all failed on six turns spent 76k tokens)
+        spent = run.grounded and state.get("review_spent", False)
+        problem = review(code, run) if code is not None and run.samples and not spent else None
         prepared = None
         if problem is not None:
             found = await _resample(run, model, state["messages"], problem, turns)
@@ -391,6 +429,8 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         "resampled": resampled,
         "prepared": None if answering else prepared,
     }
+    if resampled and resampled[0]["chosen"] is None:
+        update["review_spent"] = True
     read = text
     if answering and run.grounded:  # the answer held to what the code printed
         steps = state.get("code", [])
@@ -598,7 +638,7 @@ class CodeActExecutor:
             data=node.data,
             demos=demos,
         )
-        stated = stated_comparison(text)
+        stated = stated_comparison(text) or (implied_comparison(text) if self.grounded else None)
         run = CodeActRun(
             self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
             answer_model=typed_answer_model(self.model, answer_schema(stated)),

@@ -104,6 +104,28 @@ def stated_comparison(text: str) -> tuple[str, float] | None:
     return op, number
 
 
+IMPLIED = (  # a state the text asserts, with no number: what its measured indicator must be
+    (r"\breported (?:no|nothing)\b|\bno (?:\w+ )?(?:metrics|data|readings|samples)\b", "=="),
+    (r"\b(?:is|was|are|were) in an? (?:\w+ )?state\b|\b(?:is|was) (?:already )?open\b", ">"),
+)
+
+
+def implied_comparison(text: str) -> tuple[str, float] | None:
+    """The comparison a check that states no number implies, against 0: a state or a record it
+    says is there ("the robot is in a fault state", "a ticket was already open") holds when
+    its measured count or indicator is ``> 0``; one it says is missing ("has reported no
+    metrics") when it is ``== 0``. None when it says neither, or when it states a number
+    (``stated_comparison``). Measured: a model left to choose answered "in a fault state" with
+    ``observed < 1``, so that no fault made one."""
+    if stated_comparison(text) is not None:
+        return None
+    low = " ".join((text or "").lower().split())
+    for pattern, op in IMPLIED:
+        if re.search(pattern, low):
+            return op, 0.0
+    return None
+
+
 def answer_schema(stated: tuple[str, float] | None = None) -> dict[str, Any]:
     """``ANSWER_SCHEMA``, with the comparison and threshold fixed where the text states them."""
     if stated is None:

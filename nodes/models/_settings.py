@@ -88,8 +88,11 @@ class Settings(BaseSettings):
     """The CodeAct sub-agent's answer is held to what its code printed (``nodes/codeact_grounding``):
     a step that read data and printed no number is asked once for the value, an ``observed``
     printed nowhere gives way to the one number printed, and a ratio (0-1) read against a
-    percentage is read as a percentage. False: as before 2026-11-28 (runs recorded then replay
-    with it)."""
+    percentage is read as a percentage. With it come the host's other checks of 2026-11-28: a
+    check that states no number but a state ("is in a fault state", "has reported no metrics")
+    is held against 0 (``> 0``, ``== 0``), the review sends back SQL sent to a function that
+    takes none, and once no sample of a turn passes the review, later turns are not reviewed.
+    False: as before 2026-11-28 (runs recorded then replay with it)."""
 
     local_port: int = 0
     """Port of the local llama.cpp server; 0 picks a free one."""

@@ -428,6 +428,18 @@ def test_the_comparison_the_text_states_is_the_hosts():
     assert stated_comparison("The lens was cleaned within the last 8 hours") == ("<=", 8.0)
     assert stated_comparison("Vacuum averaged below 58 kPa over the last 30 minutes") == ("<", 58.0)
     assert stated_comparison("A ticket for this robot was already open") is None
+    # a state the text asserts without a number is held against 0 (not left to the model)
+    from sopgraph.prompts.codeact import implied_comparison
+
+    assert implied_comparison("A ticket for this robot was already open") == (">", 0.0)
+    assert implied_comparison("The station's robot is in a fault state at the time") == (">", 0.0)
+    assert implied_comparison("The robot has reported no metrics at all in the last 15 minutes "
+                              "(its exporter is down, not the robot).") == ("==", 0.0)  # fmt: skip
+    assert implied_comparison("The upstream flow sensor has reported nothing for 30 minutes") == (
+        "==", 0.0,
+    )  # fmt: skip
+    assert implied_comparison("More than 5% of the station's labels failed") is None
+    assert implied_comparison("Restart the sorter only if it jammed in every interval.") is None
     schema = answer_schema((">", 5.0))
     assert schema["properties"]["comparison"] == {"const": ">"}
     assert schema["properties"]["threshold"] == {"const": 5.0}
@@ -515,6 +527,21 @@ async def test_when_no_sample_passes_the_first_reply_runs_as_it_is(pool):
     assert "resampled" not in outcome.detail and len(model.seen) == 2
 
 
+@shared_loop
+async def test_once_no_sample_of_a_turn_passes_later_turns_are_not_reviewed(pool):
+    other = USES_THRESHOLD.replace("> 25", ">= 25")  # a second reply with the same problem
+    model = _model(*[USES_THRESHOLD] * 4, other, TYPED_TRUE)
+    node = _node()
+    outcome = await CodeActExecutor(model=model, samples=3).decide(node, _ctx(node, pool))
+    # turn 1: the reply and its 3 samples fail the review; its code ran and printed no number,
+    # so the value was asked for; turn 2's reply ran as it is, not sampled again
+    (record,) = outcome.detail["resampled"]
+    assert (record["turn"], record["chosen"], record["samples"]) == (1, None, 3)
+    assert [step["code"] in other for step in outcome.detail["code"]] == [False, True]
+    assert len(model.seen) == 6 and outcome.detail["turns"] == 3
+    assert outcome.verdict.value == "true"
+
+
 def test_review_allows_a_threshold_the_text_names_twice_and_code_that_reads_the_hints():
     from sopgraph.nodes.codeact import CodeActRun, review, threshold_to_avoid
 
@@ -540,6 +567,29 @@ def test_review_allows_a_threshold_the_text_names_twice_and_code_that_reads_the_
     assert "maintenance_log" in review(
         "r1 = ops_execute_query(sql='SELECT 1')", run("x", None, ("ops.maintenance_log",))
     )
+
+
+def test_review_sends_back_sql_sent_to_a_function_that_takes_none():
+    from sopgraph.nodes.codeact import CodeActRun, review
+    from sopgraph.prompts.codeact import FunctionSpec
+
+    def spec(name, params):
+        schema = {"properties": {p: {"type": "string"} for p in params}}
+        return FunctionSpec(name=name, server=name.split("_")[0], tool="execute_query",
+                            input_schema=schema)  # fmt: skip
+
+    specs = {"robotics_execute_query": spec("robotics_execute_query", ["query"]),
+             "ops_execute_query": spec("ops_execute_query", ["sql"])}  # fmt: skip
+    run = CodeActRun(_model(), dict.fromkeys(specs), specs, None, grounded=True)
+    promql = "r1 = robotics_execute_query(query='SELECT sum(units) FROM throughput')"
+    assert "sends SQL to robotics_execute_query" in review(promql, run)
+    named = 'q = f"SELECT sum(units)\\n FROM t WHERE site={s}"\nr1 = robotics_execute_query(q)'
+    assert "which takes no SQL (its parameters: query)" in review(named, run)
+    assert review("r1 = ops_execute_query(sql='SELECT sum(units) FROM throughput')", run) is None
+    assert review("r1 = robotics_execute_query(query='sum(units_total)')", run) is None
+    # off (as the runs recorded before it replay)
+    run.grounded = False
+    assert review(promql, run) is None
 
 
 def test_review_sends_back_code_over_the_wrong_scope():
