@@ -100,15 +100,24 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     # and alarms 37-60, never run before by any architecture
     "triage_codeact_scoped_eval": ("eval", "triage", "--arch", "codeact"),
     "triage_codeact_scoped_more3": ("model", "triage", "--arch", "codeact", "--skip", "36"),
+    # with the answer held to the output and the host's other checks (the default since
+    # 2026-11-28): alarms 61-84, never run before by any architecture
+    "triage_codeact_grounded_more4": ("model", "triage", "--arch", "codeact", "--skip", "60"),
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 # what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
 BEFORE = {"SOPGRAPH_CODEACT_SCOPE": "0", "SOPGRAPH_CODEACT_GROUNDED": "0"}
 SCOPED = {"triage_codeact_scoped", "triage_codeact_scoped_more3"}  # scope, sampled
-PART = {"triage_codeact_scoped_more3": 8}  # CI's time: the first N alarms of a long run
+GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampled
+PART = {
+    "triage_codeact_scoped_more3": 8,
+    "triage_codeact_grounded_more4": 8,
+}  # CI's time: the first N alarms of a long run
 
 
 def _codeact_settings(name: str) -> dict[str, str]:
+    if name in GROUNDED:
+        return dict(SAMPLED)
     if name in SCOPED:
         return {**SAMPLED, "SOPGRAPH_CODEACT_GROUNDED": "0"}
     return {**(SAMPLED if "_sampled_" in name else {}), **BEFORE}
