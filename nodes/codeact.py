@@ -331,7 +331,6 @@ class CodeActState(TypedDict, total=False):
     resample: bool  # the last reply repeated earlier code: the next code reply is sampled
     asked_value: bool  # a step read data and printed no number: the value was asked for
     grounded: list[str]  # how the host changed the answer's observed value (``ground``)
-    review_spent: bool  # every sample of a reviewed turn failed: later turns are not reviewed
 
 
 def _budget(n: int) -> str:
@@ -408,7 +407,7 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         code = None if answering else extract_code(text)
         # once every sample of a turn failed the review, later turns run their reply as it is
         # (measured: a node whose samples all failed on six turns spent 76k tokens)
-        spent = run.grounded and state.get("review_spent", False)
+        spent = run.grounded and any(r["chosen"] is None for r in state.get("resampled", []))
         problem = review(code, run) if code is not None and run.samples and not spent else None
         prepared = None
         if problem is not None:
@@ -429,8 +428,6 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         "resampled": resampled,
         "prepared": None if answering else prepared,
     }
-    if resampled and resampled[0]["chosen"] is None:
-        update["review_spent"] = True
     read = text
     if answering and run.grounded:  # the answer held to what the code printed
         steps = state.get("code", [])
