@@ -36,6 +36,7 @@ import operator
 import re
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
 import dspy
@@ -50,8 +51,22 @@ from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.graphs.untrusted_text import serialisable
 from sopgraph.nodes.codeact_demos import DEFAULT_DEMOS, LibraryDemos
-from sopgraph.nodes.codeact_grounding import PRINT_VALUE, ground, printed_numbers, states_percent
+from sopgraph.nodes.codeact_grounding import (
+    PRINT_VALUE,
+    ground,
+    no_record,
+    printed_numbers,
+    states_percent,
+)
 from sopgraph.nodes.codeact_scope import Scope, check_scope, scope_problem
+from sopgraph.nodes.codeact_window import (
+    check_window,
+    hold_window,
+    parse_time,
+    reads_window,
+    states_moment,
+    time_problem,
+)
 from sopgraph.nodes.local_turns import is_local, model_turn
 from sopgraph.nodes.mcp_functions import McpFunctions
 from sopgraph.nodes.sandbox import SandboxLimits, SandboxUnavailable, ToolFn, run_code
@@ -177,6 +192,12 @@ class CodeActRun:
     station: str | None = None  # the input's station, which a station check's code names
     percent: bool = False  # the check's text states its threshold as a percentage
     grounded: bool = False  # the answer held to what the code printed (``codeact_grounding``)
+    # the times the check's text states (``codeact_window``), held when ``constrained``
+    constrained: bool = False
+    now: datetime | None = None  # the input's time
+    window: int | None = None  # seconds of the window ending at ``now`` the text states
+    counted: bool = False  # the code must read that window itself (not an age: "within")
+    moment: bool = False  # the text is about the alarm's moment
 
 
 def hinted_names(hints: tuple[str, ...] | list[str]) -> list[str]:
@@ -247,6 +268,10 @@ def review(code: str, run: CodeActRun) -> str | None:
     misplaced = sql_misplaced(tree, run) if run.grounded else None
     if misplaced is not None:
         return misplaced
+    timed = (time_problem(code, run.now, run.window if run.counted else None, run.moment)
+             if run.constrained and run.now and reads else None)  # fmt: skip
+    if timed is not None:
+        return timed
     if run.avoid is not None and run.avoid in _numbers(tree):
         op = run.stated[0] if run.stated else "?"
         return f"uses the check's threshold {run.avoid:g} (the host compares: observed {op} {run.avoid:g})"
@@ -289,12 +314,41 @@ def reads_data(tool: str | None) -> bool:
     return not name.startswith("list_") and "metadata" not in name
 
 
-def code_reply_model(model: BaseChatModel, functions: list[str]) -> BaseChatModel | None:
+def code_reply_model(
+    model: BaseChatModel, functions: list[str], metrics: dict[str, list[str]] | None = None
+) -> BaseChatModel | None:
     """``model`` constrained to a code block that starts by calling one of ``functions``
-    (``prompts.codeact.code_grammar``) on the local llama.cpp server; None elsewhere."""
+    (``prompts.codeact.code_grammar``; a PromQL function of ``metrics`` by querying one of
+    its hinted metrics) on the local llama.cpp server; None elsewhere."""
     if not functions or not is_local(model):
         return None
-    return model.bind(extra_body={"grammar": code_grammar(functions)})  # type: ignore[return-value]
+    grammar = code_grammar(functions, metrics)
+    return model.bind(extra_body={"grammar": grammar})  # type: ignore[return-value]
+
+
+def hinted_metrics(specs: dict[str, FunctionSpec], hints: list[str]) -> dict[str, list[str]]:
+    """The check's hinted metrics by the PromQL function that queries them: a function whose
+    parameters name a ``query`` and no ``sql``, and each ``<its server>.<metric>`` hint."""
+    out: dict[str, list[str]] = {}
+    for name, spec in specs.items():
+        props = spec.input_schema.get("properties") or {}
+        if "query" not in props or any("sql" in p for p in props):
+            continue
+        names = [h.split(".")[1] for h in hints
+                 if h.count(".") == 1 and h.split(".")[0] == spec.server]  # fmt: skip
+        if names:
+            out[name] = names
+    return out
+
+
+def hold_times(run: CodeActRun, text: str) -> tuple[str, list[str]]:
+    """``text`` with the code it holds kept to the window the check's text states
+    (``codeact_window.hold_window``), and a note for each change."""
+    code = extract_code(text) if run.constrained and run.now and run.window else None
+    if not code:
+        return text, []
+    held, notes = hold_window(code, run.now, run.window)  # type: ignore[arg-type]
+    return (text.replace(code, held, 1), notes) if notes else (text, [])
 
 
 def typed_answer_model(
@@ -331,6 +385,7 @@ class CodeActState(TypedDict, total=False):
     resample: bool  # the last reply repeated earlier code: the next code reply is sampled
     asked_value: bool  # a step read data and printed no number: the value was asked for
     grounded: list[str]  # how the host changed the answer's observed value (``ground``)
+    held: Annotated[list[str], operator.add]  # how the host held the code's times to the check's
 
 
 def _budget(n: int) -> str:
@@ -371,6 +426,7 @@ async def _resample(
         except Exception:  # noqa: BLE001 - a failed sample is one fewer candidate
             break
         n_in, n_out = n_in + i, n_out + o
+        text, _ = hold_times(run, text)
         code = extract_code(text)
         found = "no code block" if code is None else review(code, run)
         if code is not None and found is None:
@@ -403,7 +459,9 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         model = model.bind(temperature=SAMPLE_TEMPERATURE, seed=state.get("repeats", 1))
     try:
         text, n_in, n_out = await _ask(run, model, state["messages"])
-        resampled = []
+        resampled, held = [], []
+        if not answering:
+            text, held = hold_times(run, text)
         code = None if answering else extract_code(text)
         # once every sample of a turn failed the review, later turns run their reply as it is
         # (measured: a node whose samples all failed on six turns spent 76k tokens)
@@ -428,12 +486,17 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         "resampled": resampled,
         "prepared": None if answering else prepared,
     }
+    if held:
+        update["held"] = held
     read = text
     if answering and run.grounded:  # the answer held to what the code printed
         steps = state.get("code", [])
         last = steps[-1]["stdout"] if steps else ""
         code = "\n".join(step["code"] for step in steps)
         read, notes = ground(text, last, code, run.percent)
+        if run.constrained and run.window and not run.counted:  # an age: none on record is old
+            read, more = no_record(read, last)
+            notes = [*notes, *more]
         update["grounded"] = notes
     typed = parse_answer(read, run.stated) if answering else None
     code = None if typed is not None else extract_code(text)
@@ -594,16 +657,19 @@ class CodeActExecutor:
     samples: int | None = None  # other code replies sampled on a review problem (Settings)
     scoped: bool | None = None  # the check's scope read from its text (Settings.codeact_scope)
     grounded: bool | None = None  # the answer held to the output (Settings.codeact_grounded)
+    constrained: bool | None = None  # the check's metric and times held (Settings)
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
 
     def __post_init__(self) -> None:
-        if self.samples is None or self.scoped is None or self.grounded is None:
+        if None in (self.samples, self.scoped, self.grounded, self.constrained):
             from sopgraph.nodes.models import Settings
 
             settings = Settings()
             self.samples = settings.codeact_samples if self.samples is None else self.samples
             self.scoped = settings.codeact_scope if self.scoped is None else self.scoped
             self.grounded = settings.codeact_grounded if self.grounded is None else self.grounded
+            if self.constrained is None:
+                self.constrained = settings.codeact_constrained
         self.model = role_chat(self.model, "codeact")
         self.extractor = self.extractor or VerdictExtractor()
 
@@ -636,13 +702,18 @@ class CodeActExecutor:
             demos=demos,
         )
         stated = stated_comparison(text) or (implied_comparison(text) if self.grounded else None)
+        held = bool(self.constrained)
         run = CodeActRun(
             self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
             answer_model=typed_answer_model(self.model, answer_schema(stated)),
             prelude=prelude(ctx.timestamp), stated=stated, avoid=threshold_to_avoid(stated, text),
-            hints=tuple(node.data), samples=self.samples, code_model=code_reply_model(self.model, list(specs)),
+            hints=tuple(node.data), samples=self.samples,
+            code_model=code_reply_model(self.model, list(specs),
+                                        hinted_metrics(specs, node.data) if held else None),
             scope=check_scope(text) if self.scoped else None, station=_station(ctx.input),
-            percent=states_percent(text), grounded=bool(self.grounded),
+            percent=states_percent(text), grounded=bool(self.grounded), constrained=held,
+            now=_now(ctx.timestamp) if held else None, window=check_window(text),
+            counted=reads_window(text), moment=states_moment(text),
         )  # fmt: skip
         state: CodeActState = {
             "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],
@@ -694,6 +765,14 @@ class CodeActExecutor:
         return verdict, None, {"source": source, "input_tokens": n_in, "output_tokens": n_out}
 
 
+def _now(timestamp: Any) -> datetime | None:
+    """The input's time, or None when it has none the host can read."""
+    try:
+        return parse_time(str(timestamp)) if timestamp else None
+    except ValueError:
+        return None
+
+
 def _station(data: Any) -> str | None:
     """The input's station, when it names one (a belt alarm does not)."""
     station = data.get("station") if isinstance(data, dict) else None
@@ -742,6 +821,8 @@ def _trace(
         detail["grounded"] = final["grounded"]
     if final.get("resampled"):
         detail["resampled"] = final["resampled"]
+    if final.get("held"):
+        detail["held"] = final["held"]
     if problems:
         detail["server_problems"] = problems
     return detail

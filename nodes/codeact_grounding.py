@@ -29,6 +29,8 @@ PRINT_VALUE = (
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE]-?\d+)?(?![\w])")
 _RATIO = re.compile(r"ratio", re.I)
 _PERCENT = re.compile(r"\d\s*%")
+_NOTHING = re.compile(r"\bNone\b|\bnull\b|\[\]")
+NO_RECORD = "nothing on record: not within the window"
 
 
 def printed_numbers(stdout: str) -> list[float]:
@@ -68,3 +70,15 @@ def ground(text: str, stdout: str, code: str, percent: bool) -> tuple[str, list[
         return text, []
     data["observed"] = round(observed, 6)
     return json.dumps(data), notes
+
+
+def no_record(text: str, stdout: str) -> tuple[str, list[str]]:
+    """For an age check ("the lens was cleaned within the last 8 hours"): when the code found
+    nothing (it printed ``None`` or no rows, and no number), the event is not on record, so not
+    within the window: the answer ``text`` becomes ``false``, with a note. Measured: code that
+    found no cleaning printed ``None``; the model answered ``observed: 0`` (0 hours ago), and
+    the host decided "cleaned recently" for a lens never cleaned."""
+    if printed_numbers(stdout) or not _NOTHING.search(stdout or ""):
+        return text, []
+    answer = {"verdict": "false", "observed": None, "explanation": NO_RECORD}
+    return json.dumps(answer), [f"the code found nothing ({NO_RECORD}): false"]

@@ -71,12 +71,12 @@ class Settings(BaseSettings):
     check_credentials: bool = True
     """Check credentials before building a model (off for e.g. an EC2 instance role)."""
 
-    codeact_samples: int = 0
+    codeact_samples: int = 3
     """Other code replies the CodeAct sub-agent samples when the host's review finds a problem
-    in one (it reads none of the node's hinted data, or another scope than the check's, or uses
-    the check's own threshold); the
-    first that passes, runs and reads data is kept. 0 (default) turns it off; see
-    docs/agents.md for what it measured."""
+    in one (it reads none of the node's hinted data, or another scope or time than the
+    check's, or uses the check's own threshold); the first that passes, runs and reads data is
+    kept. 3 (default since 2026-11-29: every CodeAct figure above the all-false baseline used
+    it); 0 turns it off; see docs/agents.md for what it measured."""
 
     codeact_scope: bool = True
     """The CodeAct sub-agent reads the scope the check's text states (the alarmed station, or a
@@ -93,6 +93,16 @@ class Settings(BaseSettings):
     is held against 0 (``> 0``, ``== 0``), the review sends back SQL sent to a function that
     takes none, and once no sample of a turn passes the review, later turns are not reviewed.
     False: as before 2026-11-28 (runs recorded then replay with it)."""
+
+    codeact_constrained: bool = True
+    """The CodeAct sub-agent is held to the metric and the time its check's text states
+    (``nodes/codeact_window``): a check's code that queries a PromQL server starts with one of
+    the check's hinted metrics (by grammar, on the local model); a window check's query times
+    and PromQL ranges are set to the text's window; code that reads no window for a window
+    check, or reads from before the alarm for "at the time of the alarm", is sent back by the
+    review (with ``codeact_samples``); an age check ("within the last 8 hours") whose code
+    found nothing is ``false``. False: as before 2026-11-29 (runs recorded then replay with
+    it)."""
 
     local_port: int = 0
     """Port of the local llama.cpp server; 0 picks a free one."""

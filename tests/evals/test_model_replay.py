@@ -106,9 +106,12 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 # what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
-BEFORE = {"SOPGRAPH_CODEACT_SCOPE": "0", "SOPGRAPH_CODEACT_GROUNDED": "0"}
+UNCONSTRAINED = {"SOPGRAPH_CODEACT_CONSTRAINED": "0"}  # before the metric and time holds
+BEFORE = {"SOPGRAPH_CODEACT_SAMPLES": "0", "SOPGRAPH_CODEACT_SCOPE": "0",
+          "SOPGRAPH_CODEACT_GROUNDED": "0", **UNCONSTRAINED}  # fmt: skip
 SCOPED = {"triage_codeact_scoped", "triage_codeact_scoped_more3"}  # scope, sampled
 GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampled
+CONSTRAINED: set[str] = set()  # every check of 2026-11-29 (metric and times held), sampled
 PART = {
     "triage_codeact_scoped_more3": 8,
     "triage_codeact_grounded_more4": 8,
@@ -116,11 +119,13 @@ PART = {
 
 
 def _codeact_settings(name: str) -> dict[str, str]:
-    if name in GROUNDED:
+    if name in CONSTRAINED:
         return dict(SAMPLED)
+    if name in GROUNDED:
+        return {**SAMPLED, **UNCONSTRAINED}
     if name in SCOPED:
-        return {**SAMPLED, "SOPGRAPH_CODEACT_GROUNDED": "0"}
-    return {**(SAMPLED if "_sampled_" in name else {}), **BEFORE}
+        return {**SAMPLED, "SOPGRAPH_CODEACT_GROUNDED": "0", **UNCONSTRAINED}
+    return {**BEFORE, **(SAMPLED if "_sampled_" in name else {})}
 
 
 @pytest.mark.parametrize("run", list(TRIAGE_RUNS))

@@ -39,7 +39,7 @@ async def pool():  # servers start once per module: a stdio server costs ~0.5 s 
 
 
 def _node(data=("robotics.station_idle_pct",)) -> Node:
-    text = "The station was idle more than 25% of the last 15 minutes."
+    text = "The station was idle more than 25% of the time."  # no window: see test_codeact_window
     return Node(id="obs_idle", kind="observation", text=text, data=list(data))
 
 
@@ -521,10 +521,18 @@ async def test_when_no_sample_passes_the_first_reply_runs_as_it_is(pool):
     (ran,) = outcome.detail["code"]
     assert ran["ok"] and ran["stdout"] == "True\n"
     assert outcome.verdict.value == "true" and outcome.detail["turns"] == 2
-    # off by default (SOPGRAPH_CODEACT_SAMPLES=0): the reply runs as it is
+    # off (SOPGRAPH_CODEACT_SAMPLES=0; the default is 3): the reply runs as it is
     model = _model(USES_THRESHOLD, TYPED_TRUE)
-    outcome = await CodeActExecutor(model=model, grounded=False).decide(node, _ctx(node, pool))
+    executor = CodeActExecutor(model=model, samples=0, grounded=False)
+    outcome = await executor.decide(node, _ctx(node, pool))
     assert "resampled" not in outcome.detail and len(model.seen) == 2
+
+
+def test_three_samples_are_the_default(monkeypatch):
+    monkeypatch.delenv("SOPGRAPH_CODEACT_SAMPLES", raising=False)
+    assert CodeActExecutor(model=_model(TYPED_TRUE)).samples == 3
+    monkeypatch.setenv("SOPGRAPH_CODEACT_SAMPLES", "0")
+    assert CodeActExecutor(model=_model(TYPED_TRUE)).samples == 0
 
 
 @shared_loop
@@ -633,7 +641,9 @@ MADE_UP = '{"observed": 0.43, "comparison": ">", "threshold": 25, "explanation":
 async def test_code_that_printed_no_number_is_asked_for_the_value_and_the_answer_held_to_it(pool):
     model = _model(VERDICT_ONLY, QUERY, MADE_UP)
     node = _node()
-    outcome = await CodeActExecutor(model, grounded=True).decide(node, _ctx(node, pool))
+    # samples=0: the verdict-only code uses the threshold, which the review would send back
+    executor = CodeActExecutor(model, samples=0, grounded=True)
+    outcome = await executor.decide(node, _ctx(node, pool))
     # the verdict it printed is not the answer: the value is asked for once
     assert "printed no number" in model.seen[1][-1].content
     assert "Answer now" not in model.seen[1][-1].content
@@ -643,5 +653,26 @@ async def test_code_that_printed_no_number_is_asked_for_the_value_and_the_answer
     assert "printed nowhere" in outcome.detail["grounded"][0]
     # off (as the runs recorded before it replay): the made-up value decides
     model = _model(VERDICT_ONLY, MADE_UP)
-    outcome = await CodeActExecutor(model, grounded=False).decide(node, _ctx(node, pool))
+    executor = CodeActExecutor(model, samples=0, grounded=False)
+    outcome = await executor.decide(node, _ctx(node, pool))
     assert outcome.verdict.value == "false" and "grounded" not in outcome.detail
+
+
+@shared_loop
+async def test_a_window_checks_code_runs_over_the_window_its_text_states(pool):
+    """The host sets a range the model copied from elsewhere to the check's own window, runs
+    that, and notes it in the trace (``nodes/codeact_window``)."""
+    copied = QUERY.replace("print(r['value'])", "span = 'x[30m]'\nprint(span, r['value'])")
+    model = _model(copied, TYPED_TRUE)
+    node = Node(id="obs_idle", kind="observation", data=["robotics.station_idle_pct"],
+                text="The station was idle more than 25% of the time over the last 15 minutes.")  # fmt: skip
+    outcome = await CodeActExecutor(model=model, samples=3).decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "true"
+    assert outcome.detail["held"] == ["range [30m] is not the window: [15m]"]
+    (ran,) = outcome.detail["code"]
+    assert "span = 'x[15m]'" in ran["code"] and ran["stdout"].startswith("x[15m] 31.2")
+    # the model's history holds the code that ran, not the one it wrote
+    assert "x[15m]" in model.seen[1][-2].content
+    off = await CodeActExecutor(model=_model(copied, TYPED_TRUE), samples=3,
+                                constrained=False).decide(node, _ctx(node, pool))  # fmt: skip
+    assert "held" not in off.detail and "x[30m]" in off.detail["code"][0]["code"]

@@ -1,0 +1,144 @@
+"""The time a check's text states, and the CodeAct host's hold on the code's times: a window
+that ends at the alarm ("over the last 15 minutes", "in the last 24 hours") or the alarm's
+moment ("at the time of the alarm").
+
+Measured on the live held-out CodeAct runs (docs/agents.md, alarms 61-84): the model copies
+its times from a demonstration of another check. It averaged 25 minutes for "every upstream
+reading of the last 45 minutes", and counted the faults of the last 24 hours for "the robot is
+in a fault state at the time of the alarm" (and the faults at the alarm's moment for the
+check beside it, "at least 3 times in the last 24 hours"). The text says which time it means;
+the host reads it:
+
+- a window check's code has its window set to the text's: a query time before the alarm that
+  is not the window's start becomes the start, a PromQL range (``[30m]``) becomes the window
+  (``hold_window``, a plain edit of the code's literals, noted in the trace);
+- code for a window check that reads no window at all (no earlier time, no range, no
+  ``timedelta``), and code for a moment check that reads from before the moment, are sent back
+  by the review (``time_problem``).
+
+Example:
+    >>> check_window("The sorter recorded at least 4 jams in the last 30 minutes.")
+    1800
+    >>> check_window("Units inducted in the last hour are 25% below the hour before.") is None
+    True
+    >>> now = parse_time("2025-03-17T23:48:03Z")
+    >>> hold_window("q(sql='... > ?', params=['2025-03-17 23:23:03'])", now, 2700)[0]
+    "q(sql='... > ?', params=['2025-03-17 23:03:03'])"
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_WORDS = {"": 1, "a": 1, "an": 1, "one": 1}
+_WINDOW = re.compile(
+    r"\b(?:over|in|of|for|within|during) the (?:last|past) (?:(\d+|one|an?) )?"
+    r"(second|minute|hour|day)s?\b",
+    re.I,
+)
+# a second time in the text (the hour before, a 5-minute average, a reading older than ...):
+# the window alone does not say what the code reads
+_OTHER_TIME = re.compile(
+    r"\b(?:before|earlier|previous|prior|older|ago)\b|\d+-(?:second|minute|hour)|"
+    r"\b(?:five|ten|fifteen)-minute\b",
+    re.I,
+)
+_MOMENT = re.compile(r"\bat the time of the alarm\b", re.I)
+# "within the last 3 days": an age, which code may measure from the latest row (no window)
+_AGE = re.compile(r"\bwithin the (?:last|past)\b", re.I)
+STAMP = re.compile(r"(\d{4}-\d\d-\d\d)([ T])(\d\d:\d\d:\d\d)")
+_RANGE = re.compile(r"\[(\d+)([smhd])(?=[:\]])")
+_RANGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+SLACK = timedelta(seconds=90)  # a time this close to the one meant is that time
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO time (``2025-03-17T23:48:03Z``, ``2025-03-17 23:48:03``), in UTC."""
+    value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def check_window(text: str) -> int | None:
+    """The seconds of the one window ending at the alarm that ``text`` states, or None when
+    it states none, several, or another time beside it."""
+    found = {int(_WORDS.get((n or "").lower(), 0) or n) * _UNITS[unit.lower()]
+             for n, unit in _WINDOW.findall(text or "")}  # fmt: skip
+    if len(found) != 1 or _OTHER_TIME.search(text or ""):
+        return None
+    return found.pop()
+
+
+def reads_window(text: str) -> bool:
+    """Whether a check's code must read a window of its own: the text states one that is not
+    an age ("within the last 3 days")."""
+    return check_window(text) is not None and not _AGE.search(text or "")
+
+
+def states_moment(text: str) -> bool:
+    """Whether ``text`` is about the alarm's moment and no window before it."""
+    return bool(_MOMENT.search(text or "")) and not _WINDOW.search(text or "")
+
+
+def _stamps(code: str) -> list[datetime]:
+    out = []
+    for match in STAMP.finditer(code):
+        try:
+            out.append(parse_time(f"{match.group(1)}T{match.group(3)}"))
+        except ValueError:
+            continue
+    return out
+
+
+def _range_text(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def hold_window(code: str, now: datetime, seconds: int) -> tuple[str, list[str]]:
+    """``code`` with its times held to the window of ``seconds`` that ends at ``now``: each
+    query time earlier than ``now`` that is not the window's start becomes the start, each
+    PromQL range another length becomes the window. A note for each change."""
+    start, notes = now - timedelta(seconds=seconds), []
+
+    def stamp(match: re.Match[str]) -> str:
+        try:
+            when = parse_time(f"{match.group(1)}T{match.group(3)}")
+        except ValueError:
+            return match.group(0)
+        if when >= now - SLACK or abs(when - start) <= SLACK:
+            return match.group(0)
+        new = start.strftime(f"%Y-%m-%d{match.group(2)}%H:%M:%S")
+        notes.append(f"time {match.group(0)} is not the window's start: {new}")
+        return new
+
+    def span(match: re.Match[str]) -> str:
+        if int(match.group(1)) * _RANGE_UNITS[match.group(2)] == seconds:
+            return match.group(0)
+        new = "[" + _range_text(seconds)
+        notes.append(f"range {match.group(0)}] is not the window: {new}]")
+        return new
+
+    held = _RANGE.sub(span, STAMP.sub(stamp, code))
+    return held, notes
+
+
+def time_problem(code: str, now: datetime, window: int | None, moment: bool) -> str | None:
+    """Why ``code`` reads another time than its check's, or None: code for a window check
+    that reads no window (no time before ``now``, no range, no ``timedelta``); code for a
+    moment check that reads from before the moment."""
+    earlier = [t for t in _stamps(code) if t < now - SLACK]
+    if window is not None and not earlier and not _RANGE.search(code) and "timedelta" not in code:
+        start = (now - timedelta(seconds=window)).strftime("%Y-%m-%d %H:%M:%S")
+        return (f"reads no window: the check is about the last {_range_text(window)}, "
+                f"from {start} to NOW")  # fmt: skip
+    if moment and earlier:
+        first = min(earlier).strftime("%Y-%m-%d %H:%M:%S")
+        return (
+            f"reads from {first}, but the check is about the moment of the alarm (NOW): "
+            "a row that covers it started at or before NOW and had not ended by then"
+        )
+    return None

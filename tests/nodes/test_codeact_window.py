@@ -1,0 +1,136 @@
+"""The metric and the time a check's text states, and the CodeAct host's hold on them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.loader import load_sop
+from sopgraph.nodes import codeact_window as cw
+from sopgraph.nodes.codeact import hinted_metrics, review
+from sopgraph.nodes.codeact_grounding import NO_RECORD, no_record
+from sopgraph.prompts.codeact import FunctionSpec, code_grammar, parse_answer
+
+NOW = cw.parse_time("2025-03-17T23:48:03Z")
+
+
+@pytest.fixture(scope="module")
+def triage_texts():
+    sop = load_sop(EXAMPLES / "fc_alarm_triage" / "sop.yaml")
+    fill = {k: str(v) for k, v in sop.params.items()}  # the text a node's check is run with
+    return {nid: re.sub(r"\{(\w+)\}", lambda m: fill[m.group(1)], node.text)
+            for nid, node in sop.nodes.items()}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("node", "seconds", "counted", "moment"),
+    [
+        ("obs_station_idle", 900, True, False),
+        ("obs_starvation_sustained", 2700, True, False),  # "of the last 45 minutes"
+        ("ct_repeat_robot_faults", 86400, True, False),  # "in the last 24 hours"
+        ("ct_standby_capacity_safe", 3600, True, False),  # "in the last hour"
+        ("ct_lens_cleaned_recently", 8 * 3600, False, False),  # an age: "within the last"
+        ("rc_robot_fault", None, False, True),  # "at the time of the alarm"
+        ("ct_robot_ticket_open", None, False, True),
+        ("obs_site_throughput_low", None, False, False),  # "the hour before" too: two times
+        ("ct_sorter_jam_persistent", None, False, False),  # five-minute intervals
+        ("ct_downstage_precondition", None, False, False),
+        ("rc_chutes_full", None, False, False),
+    ],
+)
+def test_the_time_is_read_from_the_sop_text(triage_texts, node, seconds, counted, moment):
+    text = triage_texts[node]
+    assert cw.check_window(text) == seconds
+    assert cw.reads_window(text) is counted
+    assert cw.states_moment(text) is moment
+
+
+def test_a_window_check_has_its_query_times_and_ranges_set_to_the_window():
+    sql = ("q(sql='SELECT avg(x) FROM t WHERE ts > ? AND ts <= ?', "
+           "params=['2025-03-17 23:23:03', '2025-03-17 23:48:03'])")  # fmt: skip
+    held, notes = cw.hold_window(sql, NOW, 2700)
+    assert "'2025-03-17 23:03:03', '2025-03-17 23:48:03'" in held
+    assert notes == ["time 2025-03-17 23:23:03 is not the window's start: 2025-03-17 23:03:03"]
+    promql = "q(query='avg_over_time(m{site=\"A\"}[30m])', time=NOW)"
+    held, notes = cw.hold_window(promql, NOW, 900)
+    assert held == "q(query='avg_over_time(m{site=\"A\"}[15m])', time=NOW)"
+    assert notes == ["range [30m] is not the window: [15m]"]
+    # the right window, the moment itself and an ISO time keep as they are
+    right = "params=['2025-03-17T23:03:03', '2025-03-17 23:48:03'], q='m[45m]'"
+    assert cw.hold_window(right, NOW, 2700) == (right, [])
+    assert cw.hold_window("q='m[1h]'", NOW, 3600) == ("q='m[1h]'", [])
+    assert cw.hold_window("q='m[1d]'", NOW, 86400 * 3)[0] == "q='m[3d]'"
+
+
+def test_the_review_sends_back_code_that_reads_another_time():
+    point = "params=['ONT8', '2025-03-17 23:48:03', '2025-03-17 23:48:03']"
+    said = cw.time_problem(point, NOW, 86400, moment=False)
+    assert (
+        said == "reads no window: the check is about the last 1d, from 2025-03-16 23:48:03 to NOW"
+    )
+    assert cw.time_problem("q='m{s=\"A\"}[1d]'", NOW, 86400, False) is None
+    assert cw.time_problem("start = now - timedelta(hours=24)", NOW, 86400, False) is None
+    day = "params=['ONT8', 'fault', '2025-03-16 23:48:03', '2025-03-17 23:48:03']"
+    said = cw.time_problem(day, NOW, None, moment=True)
+    assert said.startswith("reads from 2025-03-16 23:48:03, but the check is about the moment")
+    assert cw.time_problem(point, NOW, None, moment=True) is None
+    assert cw.time_problem(day, NOW, 86400, moment=False) is None
+
+
+def _spec(name: str, server: str, props: list[str]) -> FunctionSpec:
+    return FunctionSpec(name=name, server=server, tool=name.split("_", 1)[1],
+                        input_schema={"properties": {p: {} for p in props}})  # fmt: skip
+
+
+SPECS = {
+    "robotics_execute_query": _spec("robotics_execute_query", "robotics", ["query", "time"]),
+    "robotics_list_metrics": _spec("robotics_list_metrics", "robotics", ["match"]),
+    "ops_execute_query": _spec("ops_execute_query", "ops", ["sql", "params"]),
+}
+
+
+def test_a_promql_function_starts_with_a_hinted_metric_by_grammar():
+    import llama_cpp
+
+    metrics = hinted_metrics(SPECS, ["robotics.suction_vacuum_kpa", "ops.maintenance_log"])
+    assert metrics == {"robotics_execute_query": ["suction_vacuum_kpa"]}
+    assert hinted_metrics(SPECS, ["ops.equipment_states", "ops.tickets.opened_at"]) == {}
+    grammar = code_grammar(list(SPECS), metrics)
+    assert 'fn ::= "ops_execute_query" | "robotics_list_metrics"' in grammar
+    assert ('first ::= fn "(" | "robotics_execute_query" "(query=\'" wrap '
+            '("suction_vacuum_kpa")') in grammar  # fmt: skip
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp accepts it
+    # no hinted metric: the grammar the recorded runs replay with
+    assert code_grammar(list(SPECS), {}) == code_grammar(list(SPECS))
+
+
+def test_an_age_check_whose_code_found_nothing_is_false():
+    answer = '{"observed": 0.0, "comparison": "<=", "threshold": 8.0, "explanation": "x"}'
+    text, notes = no_record(answer, "[]\n[{'max(\"performed_at\")': None}]\nNone")
+    typed = parse_answer(text, ("<=", 8.0))
+    assert (typed.verdict, typed.observed, typed.explanation) == ("false", None, NO_RECORD)
+    assert notes and NO_RECORD in notes[0]
+    # something was printed: the answer stands
+    assert no_record(answer, "[{'age': 3.5}]\n3.5") == (answer, [])
+    assert no_record(answer, "ok") == (answer, [])
+    assert json.loads(answer)["observed"] == 0.0
+
+
+def test_review_holds_code_to_its_moment(monkeypatch):
+    from sopgraph.nodes.codeact import CodeActRun
+    from sopgraph.nodes.sandbox import SandboxLimits
+
+    code = ("r1 = ops_execute_query(sql='SELECT count(*) FROM equipment_states WHERE "
+            "started_at > ? AND started_at <= ?', params=['2025-03-16 23:48:03', "
+            "'2025-03-17 23:48:03'])\nprint(r1)")  # fmt: skip
+    run = CodeActRun(None, {f: None for f in SPECS}, SPECS, SandboxLimits(),  # type: ignore[arg-type]
+                     hints=("ops.equipment_states",), samples=3, grounded=True,
+                     constrained=True, now=NOW, moment=True)  # fmt: skip
+    assert review(code, run).startswith("reads from 2025-03-16 23:48:03")
+    unconstrained = CodeActRun(None, {f: None for f in SPECS}, SPECS, SandboxLimits(),  # type: ignore[arg-type]
+                               hints=("ops.equipment_states",), samples=3, grounded=True,
+                               now=NOW, moment=True)  # fmt: skip
+    assert review(code, unconstrained) is None
