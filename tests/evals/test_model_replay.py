@@ -103,6 +103,10 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     # with the answer held to the output and the host's other checks (the default since
     # 2026-11-28): alarms 61-84, never run before by any architecture
     "triage_codeact_grounded_more4": ("model", "triage", "--arch", "codeact", "--skip", "60"),
+    # with the check's metric and time held (the default since 2026-11-29): the 12-alarm
+    # sample, and alarms 85-108, never run before by any architecture
+    "triage_codeact_constrained": ("model", "triage", "--arch", "codeact"),
+    "triage_codeact_constrained_more5": ("model", "triage", "--arch", "codeact", "--skip", "84"),
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 # what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
@@ -111,10 +115,13 @@ BEFORE = {"SOPGRAPH_CODEACT_SAMPLES": "0", "SOPGRAPH_CODEACT_SCOPE": "0",
           "SOPGRAPH_CODEACT_GROUNDED": "0", **UNCONSTRAINED}  # fmt: skip
 SCOPED = {"triage_codeact_scoped", "triage_codeact_scoped_more3"}  # scope, sampled
 GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampled
-CONSTRAINED: set[str] = set()  # every check of 2026-11-29 (metric and times held), sampled
+# every check of 2026-11-29 (metric and times held), sampled
+CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
 PART = {
     "triage_codeact_scoped_more3": 8,
     "triage_codeact_grounded_more4": 8,
+    "triage_codeact_constrained": 6,
+    "triage_codeact_constrained_more5": 8,
 }  # CI's time: the first N alarms of a long run
 
 
