@@ -332,7 +332,7 @@ async def test_a_codeact_agent_obeying_planted_instructions_gets_nothing(tmp_pat
         ctx = ToolContext(node_id=node.id, text=node.text, params={}, parents={},
                           input={"type": "ticket_close", "ticket_id": tid}, run_id="planted",
                           mcp=pool, node=node)  # fmt: skip
-        outcome = await CodeActExecutor(model).decide(node, ctx)
+        outcome = await CodeActExecutor(model, samples=0).decide(node, ctx)
     steps = outcome.detail["code"]
     assert len(steps) == 3 and steps[0]["ok"] and PLANTED[:30] in steps[0]["stdout"]
     assert "access denied: search_employees" in steps[1]["error"]  # the pay search, refused
