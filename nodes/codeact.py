@@ -298,14 +298,23 @@ def sql_misplaced(tree: ast.AST, run: CodeActRun) -> str | None:
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
             continue
         spec = run.specs.get(call.func.id)
-        props = (spec.input_schema.get("properties") or {}) if spec else {}
-        if not props or any("sql" in name for name in props):
+        props = _params(spec)
+        if not props or _takes_sql(spec):
             continue
         args = [*call.args, *(k.value for k in call.keywords)]
         texts = [assigned.get(a.id, "") if isinstance(a, ast.Name) else _strings(a) for a in args]
         if any(_SQL.search(t) for t in texts):
             return f"sends SQL to {call.func.id}, which takes no SQL (its parameters: {', '.join(props)})"
     return None
+
+
+def _params(spec: FunctionSpec | None) -> dict[str, Any]:
+    return (spec.input_schema.get("properties") or {}) if spec else {}
+
+
+def _takes_sql(spec: FunctionSpec | None) -> bool:
+    """Whether a function's parameters name ``sql`` (a PromQL server's do not)."""
+    return any("sql" in name for name in _params(spec))
 
 
 def reads_data(tool: str | None) -> bool:
@@ -331,8 +340,7 @@ def hinted_metrics(specs: dict[str, FunctionSpec], hints: list[str]) -> dict[str
     parameters name a ``query`` and no ``sql``, and each ``<its server>.<metric>`` hint."""
     out: dict[str, list[str]] = {}
     for name, spec in specs.items():
-        props = spec.input_schema.get("properties") or {}
-        if "query" not in props or any("sql" in p for p in props):
+        if "query" not in _params(spec) or _takes_sql(spec):
             continue
         names = [h.split(".")[1] for h in hints
                  if h.count(".") == 1 and h.split(".")[0] == spec.server]  # fmt: skip
