@@ -324,14 +324,17 @@ def reads_data(tool: str | None) -> bool:
 
 
 def code_reply_model(
-    model: BaseChatModel, functions: list[str], metrics: dict[str, list[str]] | None = None
+    model: BaseChatModel,
+    functions: list[str],
+    metrics: dict[str, list[str]] | None = None,
+    ended: bool = True,
 ) -> BaseChatModel | None:
     """``model`` constrained to a code block that starts by calling one of ``functions``
     (``prompts.codeact.code_grammar``; a PromQL function of ``metrics`` by querying one of
     its hinted metrics) on the local llama.cpp server; None elsewhere."""
     if not functions or not is_local(model):
         return None
-    grammar = code_grammar(functions, metrics)
+    grammar = code_grammar(functions, metrics, ended)
     return model.bind(extra_body={"grammar": grammar})  # type: ignore[return-value]
 
 
@@ -665,7 +668,7 @@ class CodeActExecutor:
     samples: int | None = None  # other code replies sampled on a review problem (Settings)
     scoped: bool | None = None  # the check's scope read from its text (Settings.codeact_scope)
     grounded: bool | None = None  # the answer held to the output (Settings.codeact_grounded)
-    constrained: bool | None = None  # the check's metric and times held (Settings)
+    constrained: int | None = None  # the check's metric and times held: 0, 1, 2 (Settings)
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
 
     def __post_init__(self) -> None:
@@ -691,8 +694,11 @@ class CodeActExecutor:
         start = time.perf_counter()
         text = ctx.text or node.text  # the check, its parameters filled in
         specs, functions, problems = await self._functions.for_node(node, ctx)
+        level = self.constrained or 0
         demos = (
-            await self.library.for_node(node, ctx, self.demos, scoped=bool(self.scoped))
+            await self.library.for_node(
+                node, ctx, self.demos, scoped=bool(self.scoped), covering=level >= 2
+            )
             if self.library and specs
             else []
         )
@@ -717,7 +723,8 @@ class CodeActExecutor:
             prelude=prelude(ctx.timestamp), stated=stated, avoid=threshold_to_avoid(stated, text),
             hints=tuple(node.data), samples=self.samples,
             code_model=code_reply_model(self.model, list(specs),
-                                        hinted_metrics(specs, node.data) if held else None),
+                                        hinted_metrics(specs, node.data) if held else None,
+                                        ended=level >= 2),
             scope=check_scope(text) if self.scoped else None, station=_station(ctx.input),
             percent=states_percent(text), grounded=bool(self.grounded), constrained=held,
             now=_now(ctx.timestamp) if held else None, window=check_window(text),

@@ -150,7 +150,9 @@ hand: a grammar spells each optional character out,
 ``nodes/models/_tool_format.MAX_GRAMMAR_REPEAT``)."""
 
 
-def code_grammar(functions: list[str], metrics: dict[str, list[str]] | None = None) -> str:
+def code_grammar(
+    functions: list[str], metrics: dict[str, list[str]] | None = None, ended: bool = True
+) -> str:
     """A GBNF grammar for a code reply: one ```python block whose first statement calls one of
     ``functions``: ``r1 = <function>(``. A small model then reads data instead of defining
     look-alike functions (or listing imports) and answering from them; it may import later.
@@ -158,7 +160,9 @@ def code_grammar(functions: list[str], metrics: dict[str, list[str]] | None = No
     ``metrics`` (a PromQL function: the check's hinted metrics) holds such a function's first
     call to a query of a hinted metric: ``r1 = f(query='avg_over_time(suction_vacuum_kpa``.
     Measured: four replies of four read ``station_idle_pct``, copied from a demonstration, for
-    "vacuum averaged below 58 kPa" (docs/agents.md)."""
+    "vacuum averaged below 58 kPa" (docs/agents.md). ``ended``: the metric's name ends there
+    (a ``{``, ``[``, ``)``, ``'`` or space follows); without it (as recorded before that) the
+    model went on to query ``pick_errorsecutive`` in 4 replies of 4."""
     metrics = {f: m for f, m in (metrics or {}).items() if f in functions and m}
     if not metrics:  # the grammar recorded runs replay with, unchanged
         names = " | ".join(json.dumps(f) for f in sorted(functions))
@@ -169,7 +173,8 @@ def code_grammar(functions: list[str], metrics: dict[str, list[str]] | None = No
         ])  # fmt: skip
     plain = sorted(f for f in functions if f not in metrics)
     first = ['fn "("'] if plain else []
-    first += [f'{json.dumps(f)} "(query=\'" wrap ({" | ".join(json.dumps(m) for m in sorted(ms))})'
+    end = " end" if ended else ""
+    first += [f'{json.dumps(f)} "(query=\'" wrap ({" | ".join(json.dumps(m) for m in sorted(ms))}){end}'
               for f, ms in sorted(metrics.items())]  # fmt: skip
     lines = [
         'root ::= "```python\\n" "r1 = " first body "```"',
@@ -180,6 +185,8 @@ def code_grammar(functions: list[str], metrics: dict[str, list[str]] | None = No
         lines.append(f"fn ::= {' | '.join(json.dumps(f) for f in plain)}")
     # a bare selector or one range function around it (PromQL's ``<f>_over_time``)
     lines.append('wrap ::= (("avg" | "min" | "max" | "sum" | "count" | "last") "_over_time(")?')
+    if ended:  # what may follow a metric's name in a selector
+        lines.append("end ::= [{\\[)' ]")
     return "\n".join(lines)
 
 

@@ -94,15 +94,18 @@ class Settings(BaseSettings):
     takes none, and once no sample of a turn passes the review, later turns are not reviewed.
     False: as before 2026-11-28 (runs recorded then replay with it)."""
 
-    codeact_constrained: bool = True
+    codeact_constrained: int = 2
     """The CodeAct sub-agent is held to the metric and the time its check's text states
     (``nodes/codeact_window``): a check's code that queries a PromQL server starts with one of
     the check's hinted metrics (by grammar, on the local model); a window check's query times
     and PromQL ranges are set to the text's window; code that reads no window for a window
     check, or reads from before the alarm for "at the time of the alarm", is sent back by the
     review (with ``codeact_samples``); an age check ("within the last 8 hours") whose code
-    found nothing is ``false``. False: as before 2026-11-29 (runs recorded then replay with
-    it)."""
+    found nothing is ``false``. 2 (the default): besides, the hinted metric's name ends where
+    the grammar says (the model had queried ``pick_errorsecutive``), and when none of the
+    check's demonstrations reads one of its hinted metrics, the last gives way to the nearest
+    that does. 1: the first of these holds (2026-11-29, the runs recorded then replay with
+    it); 0: none (before 2026-11-29)."""
 
     local_port: int = 0
     """Port of the local llama.cpp server; 0 picks a free one."""

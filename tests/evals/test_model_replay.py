@@ -115,7 +115,7 @@ BEFORE = {"SOPGRAPH_CODEACT_SAMPLES": "0", "SOPGRAPH_CODEACT_SCOPE": "0",
           "SOPGRAPH_CODEACT_GROUNDED": "0", **UNCONSTRAINED}  # fmt: skip
 SCOPED = {"triage_codeact_scoped", "triage_codeact_scoped_more3"}  # scope, sampled
 GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampled
-# every check of 2026-11-29 (metric and times held), sampled
+# every check of 2026-11-29 (metric and times held), sampled: level 1 of the setting
 CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
 PART = {
     "triage_codeact_scoped_more3": 8,
@@ -127,7 +127,7 @@ PART = {
 
 def _codeact_settings(name: str) -> dict[str, str]:
     if name in CONSTRAINED:
-        return dict(SAMPLED)
+        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "1"}
     if name in GROUNDED:
         return {**SAMPLED, **UNCONSTRAINED}
     if name in SCOPED:

@@ -107,6 +107,43 @@ def test_a_promql_function_starts_with_a_hinted_metric_by_grammar():
     assert code_grammar(list(SPECS), {}) == code_grammar(list(SPECS))
 
 
+def _gbnf_regex(grammar: str) -> re.Pattern[str]:
+    """A regular expression for a grammar without recursion (as ``code_grammar``'s are)."""
+    rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines())
+    token = re.compile(r'"((?:[^"\\]|\\.)*)"|(\[(?:[^\]\\]|\\.)*\][*+?]?)|([a-z]+)|(\s+)|(.)')
+
+    def expand(expr: str) -> str:
+        out = []
+        for m in token.finditer(expr):
+            text, cls, name, _space, other = m.groups()
+            if text is not None:
+                out.append(re.escape(json.loads(f'"{text}"')))
+            elif cls is not None:
+                out.append(cls)
+            elif name is not None:
+                out.append(f"(?:{expand(rules[name])})")
+            elif other is not None:
+                out.append(other)
+        return "".join(out)
+
+    return re.compile(expand(rules["root"]), re.S)
+
+
+def test_a_hinted_metrics_name_ends_there():
+    metrics = {"robotics_execute_query": ["pick_attempts", "pick_errors"]}
+    ended = _gbnf_regex(code_grammar(list(SPECS), metrics))
+    reply = "```python\nr1 = robotics_execute_query(query='sum_over_time({m}[30m])', time=NOW)\n```"
+    assert ended.fullmatch(reply.format(m='pick_errors{site="DFW7"}'))
+    assert ended.fullmatch(reply.format(m="pick_attempts"))
+    # measured before: the model went on past the name, into a metric the server lacks
+    assert not ended.fullmatch(reply.format(m='pick_errorsecutive{site="DFW7"}'))
+    as_recorded = _gbnf_regex(code_grammar(list(SPECS), metrics, ended=False))
+    assert as_recorded.fullmatch(reply.format(m='pick_errorsecutive{site="DFW7"}'))
+    import llama_cpp
+
+    llama_cpp.LlamaGrammar.from_string(code_grammar(list(SPECS), metrics), verbose=False)
+
+
 def test_an_age_check_whose_code_found_nothing_is_false():
     answer = '{"observed": 0.0, "comparison": "<=", "threshold": 8.0, "explanation": "x"}'
     text, notes = no_record(answer, "[]\n[{'max(\"performed_at\")': None}]\nNone")
