@@ -62,6 +62,7 @@ from sopgraph.nodes.codeact_scope import Scope, check_scope, scope_problem
 from sopgraph.nodes.codeact_window import (
     check_window,
     hold_window,
+    open_window,
     parse_time,
     reads_window,
     states_moment,
@@ -192,8 +193,9 @@ class CodeActRun:
     station: str | None = None  # the input's station, which a station check's code names
     percent: bool = False  # the check's text states its threshold as a percentage
     grounded: bool = False  # the answer held to what the code printed (``codeact_grounding``)
-    # the times the check's text states (``codeact_window``), held when ``constrained``
-    constrained: bool = False
+    # the times the check's text states (``codeact_window``), held when ``constrained``: the
+    # setting's level (``Settings.codeact_constrained``: 0, 1 or 2)
+    constrained: int = 0
     now: datetime | None = None  # the input's time
     window: int | None = None  # seconds of the window ending at ``now`` the text states
     counted: bool = False  # the code must read that window itself (not an age: "within")
@@ -266,10 +268,14 @@ def review(code: str, run: CodeActRun) -> str | None:
     if scoped is not None:
         return scoped
     misplaced = sql_misplaced(tree, run) if run.grounded else None
+    if misplaced is None and run.constrained >= 2:
+        misplaced = sql_placeholders(tree, run)
     if misplaced is not None:
         return misplaced
     timed = (time_problem(code, run.now, run.window if run.counted else None, run.moment)
              if run.constrained and run.now and reads else None)  # fmt: skip
+    if timed is None and run.constrained >= 2 and run.now and run.counted and reads:
+        timed = open_window(code, run.now)
     if timed is not None:
         return timed
     if run.avoid is not None and run.avoid in _numbers(tree):
@@ -305,6 +311,30 @@ def sql_misplaced(tree: ast.AST, run: CodeActRun) -> str | None:
         texts = [assigned.get(a.id, "") if isinstance(a, ast.Name) else _strings(a) for a in args]
         if any(_SQL.search(t) for t in texts):
             return f"sends SQL to {call.func.id}, which takes no SQL (its parameters: {', '.join(props)})"
+    return None
+
+
+def sql_placeholders(tree: ast.AST, run: CodeActRun) -> str | None:
+    """Why a SQL call's placeholders do not fit its parameters, or None: a call of a function
+    that takes SQL whose ``sql`` literal holds a number of ``?`` other than the length of its
+    ``params`` list literal. Measured: the model dropped a window's upper bound from the SQL
+    and kept its parameter, and after the server's error dropped the parameter too, reading
+    every row after the window's start."""
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            continue
+        if not _takes_sql(run.specs.get(call.func.id)):
+            continue
+        args = {k.arg: k.value for k in call.keywords}
+        sql, params = args.get("sql"), args.get("params")
+        if not (isinstance(sql, ast.Constant) and isinstance(sql.value, str)):
+            continue
+        if not isinstance(params, ast.List | ast.Tuple):
+            continue
+        marks = sql.value.count("?")
+        if marks != len(params.elts):
+            return (f"its SQL has {marks} placeholders (?) but {len(params.elts)} params: "
+                    "one value for each ?, in order")  # fmt: skip
     return None
 
 
@@ -716,7 +746,7 @@ class CodeActExecutor:
             demos=demos,
         )
         stated = stated_comparison(text) or (implied_comparison(text) if self.grounded else None)
-        held = bool(self.constrained)
+        held = int(self.constrained or 0)
         run = CodeActRun(
             self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
             answer_model=typed_answer_model(self.model, answer_schema(stated)),

@@ -102,10 +102,11 @@ class Settings(BaseSettings):
     check, or reads from before the alarm for "at the time of the alarm", is sent back by the
     review (with ``codeact_samples``); an age check ("within the last 8 hours") whose code
     found nothing is ``false``. 2 (the default): besides, the hinted metric's name ends where
-    the grammar says (the model had queried ``pick_errorsecutive``), and when none of the
+    the grammar says (the model had queried ``pick_errorsecutive``); when none of the
     check's demonstrations reads one of its hinted metrics, the last gives way to the nearest
-    that does. 1: the first of these holds (2026-11-29, the runs recorded then replay with
-    it); 0: none (before 2026-11-29)."""
+    that does; the review sends back SQL whose ``?`` do not match its params, and SQL for a
+    window check that reads from the window's start with no end. 1: the holds without these
+    (2026-11-29, the runs recorded then replay with it); 0: none (before 2026-11-29)."""
 
     local_port: int = 0
     """Port of the local llama.cpp server; 0 picks a free one."""

@@ -10,7 +10,7 @@ import pytest
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.loader import load_sop
 from sopgraph.nodes import codeact_window as cw
-from sopgraph.nodes.codeact import hinted_metrics, review
+from sopgraph.nodes.codeact import CodeActRun, hinted_metrics, review
 from sopgraph.nodes.codeact_grounding import NO_RECORD, no_record
 from sopgraph.prompts.codeact import FunctionSpec, code_grammar, parse_answer
 
@@ -157,7 +157,6 @@ def test_an_age_check_whose_code_found_nothing_is_false():
 
 
 def test_review_holds_code_to_its_moment(monkeypatch):
-    from sopgraph.nodes.codeact import CodeActRun
     from sopgraph.nodes.sandbox import SandboxLimits
 
     code = ("r1 = ops_execute_query(sql='SELECT count(*) FROM equipment_states WHERE "
@@ -165,9 +164,46 @@ def test_review_holds_code_to_its_moment(monkeypatch):
             "'2025-03-17 23:48:03'])\nprint(r1)")  # fmt: skip
     run = CodeActRun(None, {f: None for f in SPECS}, SPECS, SandboxLimits(),  # type: ignore[arg-type]
                      hints=("ops.equipment_states",), samples=3, grounded=True,
-                     constrained=True, now=NOW, moment=True)  # fmt: skip
+                     constrained=1, now=NOW, moment=True)  # fmt: skip
     assert review(code, run).startswith("reads from 2025-03-16 23:48:03")
     unconstrained = CodeActRun(None, {f: None for f in SPECS}, SPECS, SandboxLimits(),  # type: ignore[arg-type]
                                hints=("ops.equipment_states",), samples=3, grounded=True,
                                now=NOW, moment=True)  # fmt: skip
     assert review(code, unconstrained) is None
+
+
+# the recirculation check of alarm ALM-001345 (live, 2026-11-29): its first code, and the code
+# it ran after the server's error, which averaged every row after the window's start
+DROPPED = ("r1 = conveyance_execute_query(sql='SELECT avg(\"recirc_ratio\") FROM \"conveyance_5m\" "
+           "WHERE \"site\" = ? AND \"five_minute_interval\" > ?', params=['ONT8', "
+           "'2025-03-18 06:24:56'{end}])\nprint(table_rows(r1))")  # fmt: skip
+ALARM = cw.parse_time("2025-03-18T06:39:56Z")
+CONVEYANCE = {
+    "conveyance_execute_query": _spec("conveyance_execute_query", "conveyance", ["sql", "params"])
+}
+
+
+def _window_run(level: int) -> CodeActRun:
+    from sopgraph.nodes.sandbox import SandboxLimits
+
+    return CodeActRun(None, dict.fromkeys(CONVEYANCE), CONVEYANCE, SandboxLimits(),  # type: ignore[arg-type]
+                      hints=("conveyance.recirc_ratio",), samples=3, grounded=True,
+                      constrained=level, now=ALARM, window=900, counted=True)  # fmt: skip
+
+
+def test_review_sends_back_sql_whose_params_do_not_fit_or_that_reads_past_the_alarm():
+    first = DROPPED.format(end=", '2025-03-18 06:39:56'")
+    assert review(first, _window_run(2)) == (
+        "its SQL has 2 placeholders (?) but 3 params: one value for each ?, in order"
+    )
+    assert review(DROPPED.format(end=""), _window_run(2)) == (
+        "reads from 2025-03-18 06:24:56 with no end: rows after the alarm count too; bound the "
+        "time to NOW (2025-03-18 06:39:56) as well"
+    )
+    bounded = first.replace("> ?'", '> ? AND "five_minute_interval" <= ?\'')
+    assert review(bounded, _window_run(2)) is None
+    assert review(DROPPED.format(end=", NOW").replace("> ?'", "> ? AND x <= ?'"),
+                  _window_run(2)) is None  # fmt: skip
+    # as recorded before (level 1): both ran
+    assert review(first, _window_run(1)) is None
+    assert review(DROPPED.format(end=""), _window_run(1)) is None
