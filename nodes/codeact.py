@@ -54,6 +54,7 @@ from sopgraph.nodes.codeact_demos import DEFAULT_DEMOS, LibraryDemos
 from sopgraph.nodes.codeact_grounding import (
     PRINT_VALUE,
     ground,
+    hold_value,
     no_record,
     printed_numbers,
     states_percent,
@@ -382,13 +383,20 @@ def hinted_metrics(specs: dict[str, FunctionSpec], hints: list[str]) -> dict[str
     return out
 
 
-def hold_times(run: CodeActRun, text: str) -> tuple[str, list[str]]:
+def hold_code(run: CodeActRun, text: str) -> tuple[str, list[str]]:
     """``text`` with the code it holds kept to the window the check's text states
-    (``codeact_window.hold_window``), and a note for each change."""
-    code = extract_code(text) if run.constrained and run.now and run.window else None
+    (``codeact_window.hold_window``) and, from level 2 of ``constrained`` with ``grounded``,
+    its value printed where it is computed (``codeact_grounding.hold_value``); a note for each
+    change."""
+    code = extract_code(text) if run.constrained else None
     if not code:
         return text, []
-    held, notes = hold_window(code, run.now, run.window)  # type: ignore[arg-type]
+    held, notes = code, []
+    if run.now and run.window:
+        held, notes = hold_window(held, run.now, run.window)
+    if run.constrained >= 2 and run.grounded:
+        held, more = hold_value(held)
+        notes = [*notes, *more]
     return (text.replace(code, held, 1), notes) if notes else (text, [])
 
 
@@ -467,7 +475,7 @@ async def _resample(
         except Exception:  # noqa: BLE001 - a failed sample is one fewer candidate
             break
         n_in, n_out = n_in + i, n_out + o
-        text, _ = hold_times(run, text)
+        text, _ = hold_code(run, text)
         code = extract_code(text)
         found = "no code block" if code is None else review(code, run)
         if code is not None and found is None:
@@ -502,7 +510,7 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         text, n_in, n_out = await _ask(run, model, state["messages"])
         resampled, held = [], []
         if not answering:
-            text, held = hold_times(run, text)
+            text, held = hold_code(run, text)
         code = None if answering else extract_code(text)
         # once every sample of a turn failed the review, later turns run their reply as it is
         # (measured: a node whose samples all failed on six turns spent 76k tokens)

@@ -44,3 +44,54 @@ def test_a_ratio_against_a_percentage_is_read_as_a_percentage():
 def test_a_percentage_is_read_from_the_check_text():
     assert states_percent("more than 80% full") and states_percent("below 70 % of plan")
     assert not states_percent("at least 3 jams in the last 30 minutes")
+
+
+# the camera check of alarm ALM-001196 (live, 2026-11-29): the code read 3.14% and failed on
+# a verdict of its own; nothing was printed and the model answered a demonstration's 1.95
+FAILING = """r1 = robotics_execute_query(query='avg_over_time(camera_read_fail_pct{s="ST02"}[15m])')
+fail = sum(series_values(r1))
+value = fail
+
+# Check if the value is more than 3%
+if value > (camera_alarm_pct * 0.03):
+    verdict = "true"
+print(value)"""
+
+
+def test_the_value_is_printed_where_it_is_computed():
+    import contextlib
+    import io
+
+    from sopgraph.nodes.codeact_grounding import hold_value
+
+    held, notes = hold_value(FAILING)
+    assert notes == ["print(value) added after line 3: the value shows even if a later line fails"]
+    assert held.splitlines()[2:4] == ["value = fail", "print(value)"]
+    result = {"data": {"result": [{"value": [0, "3.143333"]}]}}
+    namespace = {
+        "robotics_execute_query": lambda **_: result,
+        "series_values": lambda r: [float(s["value"][1]) for s in r["data"]["result"]],
+    }
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(NameError):
+        exec(held, namespace)  # the failure is still there, after the value
+    assert printed_numbers(out.getvalue()) == [3.143333]
+    answer = '{"observed": 1.948333, "comparison": ">", "threshold": 3}'
+    assert json.loads(ground(answer, out.getvalue(), held, True)[0])["observed"] == 3.143333
+    # printed there already, or no value: unchanged
+    assert hold_value("value = 2\nprint(value)\nx = 1") == ("value = 2\nprint(value)\nx = 1", [])
+    assert hold_value("print(1)") == ("print(1)", [])
+
+
+def test_the_value_is_held_only_from_level_2():
+    from sopgraph.nodes.codeact import CodeActRun, hold_code
+    from sopgraph.nodes.sandbox import SandboxLimits
+
+    reply = f"```python\n{FAILING}\n```"
+
+    def run(level: int) -> CodeActRun:
+        return CodeActRun(None, {}, {}, SandboxLimits(), grounded=True, constrained=level)  # type: ignore[arg-type]
+
+    assert hold_code(run(1), reply) == (reply, [])
+    text, notes = hold_code(run(2), reply)
+    assert "value = fail\nprint(value)\n" in text and len(notes) == 1
