@@ -279,10 +279,21 @@ def review(code: str, run: CodeActRun) -> str | None:
         timed = open_window(code, run.now)
     if timed is not None:
         return timed
-    if run.avoid is not None and run.avoid in _numbers(tree):
+    used = _value_part(tree) if run.constrained >= 2 else tree
+    if run.avoid is not None and run.avoid in _numbers(used):
         op = run.stated[0] if run.stated else "?"
         return f"uses the check's threshold {run.avoid:g} (the host compares: observed {op} {run.avoid:g})"
     return None
+
+
+def _value_part(tree: ast.AST) -> ast.AST:
+    """The statements up to the code's last top-level ``value = ...`` (all of it when there
+    is none): what a threshold is looked for in. Measured: a sample whose SQL and value were
+    right was sent back for ``threshold = 10``, set after the value for a sentence."""
+    body = getattr(tree, "body", [])
+    at = [i for i, st in enumerate(body) if isinstance(st, ast.Assign)
+          and any(isinstance(t, ast.Name) and t.id == "value" for t in st.targets)]  # fmt: skip
+    return ast.Module(body=body[: at[-1] + 1], type_ignores=[]) if at else tree
 
 
 _SQL = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.I)

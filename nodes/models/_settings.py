@@ -106,7 +106,8 @@ class Settings(BaseSettings):
     check's demonstrations reads one of its hinted metrics, the last gives way to the nearest
     that does; the review sends back SQL whose ``?`` do not match its params, and SQL for a
     window check that reads from the window's start with no end, and the code prints its
-    ``value`` where it computes it (with ``codeact_grounded``). 1: the holds without these
+    ``value`` where it computes it (with ``codeact_grounded``); a threshold set after the
+    value (for a sentence) is not held against the code. 1: the holds without these
     (2026-11-29, the runs recorded then replay with it); 0: none (before 2026-11-29)."""
 
     local_port: int = 0

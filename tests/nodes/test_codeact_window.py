@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -207,3 +208,24 @@ def test_review_sends_back_sql_whose_params_do_not_fit_or_that_reads_past_the_al
     # as recorded before (level 1): both ran
     assert review(first, _window_run(1)) is None
     assert review(DROPPED.format(end=""), _window_run(1)) is None
+
+
+def test_a_threshold_set_after_the_value_is_not_held_against_the_code():
+    """A sample of the recirculation check (live, ALM-001291): right SQL, right value, and
+    ``threshold = 10`` set afterwards for a sentence; as recorded, the review sent it back."""
+    sample = (DROPPED.format(end=", '2025-03-18 06:39:56'").replace(
+        "> ?'", "> ? AND \"five_minute_interval\" <= ?'")
+        + "\nvalue = table_rows(r1)[0]['avg(recirc_ratio)'] * 100\nprint(value)\n"
+        "threshold = 10\nexplanation = 'measured {:.2f}; > {}'.format(value, threshold)")  # fmt: skip
+    inside = sample.replace("* 100\nprint", "* 100 / 10\nprint")
+
+    def run(level: int) -> CodeActRun:
+        return dataclasses.replace(_window_run(level), stated=(">", 10.0), avoid=10.0)
+
+    assert review(sample, run(2)) is None
+    assert (
+        review(inside, run(2)) == "uses the check's threshold 10 (the host compares: observed > 10)"
+    )
+    assert (
+        review(sample, run(1)) == "uses the check's threshold 10 (the host compares: observed > 10)"
+    )
