@@ -745,9 +745,7 @@ class CodeActExecutor:
         specs, functions, problems = await self._functions.for_node(node, ctx)
         level = self.constrained or 0
         demos = (
-            await self.library.for_node(
-                node, ctx, self.demos, scoped=bool(self.scoped), covering=level >= 2
-            )
+            await self.library.for_node(node, ctx, self.demos, scoped=bool(self.scoped))
             if self.library and specs
             else []
         )

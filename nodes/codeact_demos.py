@@ -31,7 +31,7 @@ from sopgraph.nodes.codeact_scope import check_scope
 from sopgraph.nodes.mcp_functions import function_name
 from sopgraph.prompts.codeact import DemoCall, DemoRun, table_rows
 from sopgraph.tools.registry import Registry
-from sopgraph.tools.similar import Entry, library_specs, nearest, reads
+from sopgraph.tools.similar import Entry, library_specs, nearest
 from sopgraph.tools.spec import Check, trace
 from sopgraph.tools.spec.bind import Bound
 
@@ -77,43 +77,24 @@ class LibraryDemos:
         return self._pool
 
     async def for_node(
-        self,
-        node: Node,
-        ctx: ToolContext,
-        k: int = DEFAULT_DEMOS,
-        scoped: bool = True,
-        covering: bool = False,
+        self, node: Node, ctx: ToolContext, k: int = DEFAULT_DEMOS, scoped: bool = True
     ) -> list[DemoRun]:
         """Up to ``k`` demonstrations run on ``ctx``'s input (fewer when one fails to run);
-        ``scoped``: those of the check's own scope first; ``covering``: when none of them reads
-        one of the node's hinted metrics (or columns), the last gives way to the nearest
-        runnable one that does. Measured: a count of stations above a pick error rate was shown
-        two counts over one percentage metric and none of the rate's two counters, and read
-        one counter as if it were the rate."""
+        ``scoped``: those of the check's own scope first."""
         if k <= 0 or ctx.mcp is None:
             return []
         ranked = nearest(self.pool(), node.text, list(node.data), MAX_TRIED, node.id, copies=True)
         scope = check_scope(ctx.text or node.text) if scoped else None
         if scope is not None:  # the check's own scope first: the model copies the first
             ranked.sort(key=lambda e: check_scope(e.text) != scope)  # stable: nearest first
-        out: list[tuple[Entry, DemoRun]] = []
+        out = []
         for entry in ranked:  # the next nearest stands in for one this input cannot run
             demo = await run_demo(entry, ctx)
             if demo is not None:
-                out.append((entry, demo))
+                out.append(demo)
             if len(out) == k:
                 break
-        hinted = {d.split(".", 1)[-1] for d in node.data}
-        if covering and hinted and not any(reads(e.spec) & hinted for e, _ in out):
-            shown = {e.node for e, _ in out}
-            for entry in ranked:
-                if entry.node in shown or not reads(entry.spec) & hinted:
-                    continue
-                demo = await run_demo(entry, ctx)
-                if demo is not None:
-                    out = [*out[: k - 1], (entry, demo)]
-                    break
-        return [demo for _, demo in out]
+        return out
 
 
 async def run_demo(entry: Entry, ctx: ToolContext) -> DemoRun | None:

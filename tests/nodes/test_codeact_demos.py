@@ -90,29 +90,3 @@ def test_a_spread_demonstration_counts_the_series_it_keeps():
     namespace = {"series_values": series_values, "r1": result}
     exec("\n".join(lines[:-1]), namespace)  # the demonstration's code computes the spec's value
     assert namespace["value"] == 1
-
-
-async def test_a_check_is_shown_one_demonstration_that_reads_its_own_data(fc_home, monkeypatch):  # noqa: F811
-    """A count of stations over a pick error rate: the nearest of its own scope count over
-    other metrics; with ``covering`` the last gives way to one that reads its counters."""
-    monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
-    sop = load_sop(SOP_DIR)
-    node = sop.nodes["obs_pick_error_spread"]
-    # a pick-error alarm (it names its station, as the live alarms do)
-    case = load_cases(fc_home / "fc_world" / "cases", "obs_pick_error_high", "eval")[0]
-    params = ParamStore(sop, SOP_DIR).for_input(case.run_input)
-    library = LibraryDemos(Registry(SOP_DIR / "tools"))
-    hinted = {d.split(".", 1)[-1] for d in node.data}
-    by_node = {e.node: e for e in library.pool()}
-    async with McpPool(load_server_configs(SOP_DIR)) as pool:
-        ctx = ToolContext(
-            node_id=node.id, text=sop.render_text(node, params), params=params, parents={},
-            input=case.run_input, run_id="demos", mcp=pool, node=node,
-        )  # fmt: skip
-        plain = await library.for_node(node, ctx, k=2)
-        covered = await library.for_node(node, ctx, k=2, covering=True)
-    assert [d.node for d in plain] == ["obs_idle_spread", "obs_camera_fail_spread"]
-    assert not any(reads(by_node[d.node].spec) & hinted for d in plain)
-    assert covered[0].node == plain[0].node  # the count over the site's stations stays first
-    assert reads(by_node[covered[1].node].spec) & hinted
-    assert covered[1].node != node.id and len(covered[1].calls) == 2  # errors and attempts
