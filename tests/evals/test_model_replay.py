@@ -107,6 +107,10 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     # sample, and alarms 85-108, never run before by any architecture
     "triage_codeact_constrained": ("model", "triage", "--arch", "codeact"),
     "triage_codeact_constrained_more5": ("model", "triage", "--arch", "codeact", "--skip", "84"),
+    # level 2 of the holds (the default since 2026-11-29, later): alarms 109-132, never run
+    # before by any architecture, and the 12-alarm sample
+    "triage_codeact_level2_more6": ("model", "triage", "--arch", "codeact", "--skip", "108"),
+    "triage_codeact_level2b": ("model", "triage", "--arch", "codeact"),
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 # what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
@@ -117,15 +121,20 @@ SCOPED = {"triage_codeact_scoped", "triage_codeact_scoped_more3"}  # scope, samp
 GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampled
 # every check of 2026-11-29 (metric and times held), sampled: level 1 of the setting
 CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
+LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # the default settings
 PART = {
     "triage_codeact_scoped_more3": 8,
     "triage_codeact_grounded_more4": 8,
     "triage_codeact_constrained": 6,
     "triage_codeact_constrained_more5": 8,
+    "triage_codeact_level2_more6": 8,
+    "triage_codeact_level2b": 6,
 }  # CI's time: the first N alarms of a long run
 
 
 def _codeact_settings(name: str) -> dict[str, str]:
+    if name in LEVEL2:
+        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "2"}
     if name in CONSTRAINED:
         return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "1"}
     if name in GROUNDED:
