@@ -123,13 +123,13 @@ GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampl
 CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
 LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # the default settings
 PART = {
-    "triage_codeact_scoped_more3": 8,
-    "triage_codeact_grounded_more4": 8,
-    "triage_codeact_constrained": 6,
-    "triage_codeact_constrained_more5": 8,
-    "triage_codeact_level2_more6": 8,
-    "triage_codeact_level2b": 6,
-}  # CI's time: the first N alarms of a long run
+    "triage_codeact_scoped_more3": 5,
+    "triage_codeact_grounded_more4": 5,
+    "triage_codeact_constrained": 4,
+    "triage_codeact_constrained_more5": 5,
+    "triage_codeact_level2_more6": 5,
+    "triage_codeact_level2b": 4,
+}  # CI's time (under 30 minutes in all): the first N alarms of a long run
 
 
 def _codeact_settings(name: str) -> dict[str, str]:
