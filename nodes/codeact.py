@@ -58,9 +58,11 @@ from sopgraph.nodes.codeact_grounding import (
     no_record,
     printed_numbers,
     states_percent,
+    value_assignments,
 )
 from sopgraph.nodes.codeact_scope import Scope, check_scope, scope_problem
 from sopgraph.nodes.codeact_window import (
+    SQL,
     check_window,
     hold_window,
     open_window,
@@ -291,12 +293,8 @@ def _value_part(tree: ast.AST) -> ast.AST:
     is none): what a threshold is looked for in. Measured: a sample whose SQL and value were
     right was sent back for ``threshold = 10``, set after the value for a sentence."""
     body = getattr(tree, "body", [])
-    at = [i for i, st in enumerate(body) if isinstance(st, ast.Assign)
-          and any(isinstance(t, ast.Name) and t.id == "value" for t in st.targets)]  # fmt: skip
+    at = value_assignments(body, augmented=False)
     return ast.Module(body=body[: at[-1] + 1], type_ignores=[]) if at else tree
-
-
-_SQL = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.I)
 
 
 def _strings(node: ast.AST) -> str:
@@ -321,7 +319,7 @@ def sql_misplaced(tree: ast.AST, run: CodeActRun) -> str | None:
             continue
         args = [*call.args, *(k.value for k in call.keywords)]
         texts = [assigned.get(a.id, "") if isinstance(a, ast.Name) else _strings(a) for a in args]
-        if any(_SQL.search(t) for t in texts):
+        if any(SQL.search(t) for t in texts):
             return f"sends SQL to {call.func.id}, which takes no SQL (its parameters: {', '.join(props)})"
     return None
 
@@ -743,7 +741,6 @@ class CodeActExecutor:
         start = time.perf_counter()
         text = ctx.text or node.text  # the check, its parameters filled in
         specs, functions, problems = await self._functions.for_node(node, ctx)
-        level = self.constrained or 0
         demos = (
             await self.library.for_node(node, ctx, self.demos, scoped=bool(self.scoped))
             if self.library and specs
@@ -771,7 +768,7 @@ class CodeActExecutor:
             hints=tuple(node.data), samples=self.samples,
             code_model=code_reply_model(self.model, list(specs),
                                         hinted_metrics(specs, node.data) if held else None,
-                                        ended=level >= 2),
+                                        ended=held >= 2),
             scope=check_scope(text) if self.scoped else None, station=_station(ctx.input),
             percent=states_percent(text), grounded=bool(self.grounded), constrained=held,
             now=_now(ctx.timestamp) if held else None, window=check_window(text),

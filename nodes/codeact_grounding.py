@@ -73,6 +73,15 @@ def ground(text: str, stdout: str, code: str, percent: bool) -> tuple[str, list[
     return json.dumps(data), notes
 
 
+def value_assignments(body: list[ast.stmt], augmented: bool = True) -> list[int]:
+    """The positions of ``body``'s statements that set ``value`` (``value = ...``; with
+    ``augmented``, ``value *= ...`` too)."""
+    kinds = ast.Assign | ast.AugAssign if augmented else ast.Assign
+    return [i for i, st in enumerate(body) if isinstance(st, kinds)
+            and any(isinstance(t, ast.Name) and t.id == "value"
+                    for t in (st.targets if isinstance(st, ast.Assign) else [st.target]))]  # fmt: skip
+
+
 def hold_value(code: str) -> tuple[str, list[str]]:
     """``code`` with ``print(value)`` right after its last top-level ``value = ...`` (unless it
     prints it there already), and a note: the value shows even when a later line fails.
@@ -84,9 +93,7 @@ def hold_value(code: str) -> tuple[str, list[str]]:
     except SyntaxError:
         return code, []
     body = tree.body
-    at = [i for i, st in enumerate(body) if isinstance(st, ast.Assign | ast.AugAssign)
-          and any(isinstance(t, ast.Name) and t.id == "value"
-                  for t in (st.targets if isinstance(st, ast.Assign) else [st.target]))]  # fmt: skip
+    at = value_assignments(body)
     if not at:
         return code, []
     i = at[-1]

@@ -126,7 +126,7 @@ def hold_window(code: str, now: datetime, seconds: int) -> tuple[str, list[str]]
     return held, notes
 
 
-_SQL_WORDS = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.I)
+SQL = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.I)  # code that holds a SQL query
 
 
 def open_window(code: str, now: datetime) -> str | None:
@@ -134,7 +134,7 @@ def open_window(code: str, now: datetime) -> str | None:
     ``now`` but names no time up to ``now`` (no ``NOW``, no time at the alarm or after it):
     its rows run on after the alarm. Measured: a 15-minute average of the recirculation
     ratio over every row after the window's start read 5% where the window's was above 10%."""
-    if not _SQL_WORDS.search(code) or re.search(r"\bNOW\b", code):
+    if not SQL.search(code) or re.search(r"\bNOW\b", code):
         return None
     stamps = _stamps(code)
     if not stamps or any(t >= now - SLACK for t in stamps):

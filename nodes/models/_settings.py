@@ -102,10 +102,11 @@ class Settings(BaseSettings):
     check, or reads from before the alarm for "at the time of the alarm", is sent back by the
     review (with ``codeact_samples``); an age check ("within the last 8 hours") whose code
     found nothing is ``false``. 2 (the default): besides, the hinted metric's name ends where
-    the grammar says (the model had queried ``pick_errorsecutive``); the review sends back SQL whose ``?`` do not match its params, and SQL for a
-    window check that reads from the window's start with no end, and the code prints its
-    ``value`` where it computes it (with ``codeact_grounded``); a threshold set after the
-    value (for a sentence) is not held against the code. 1: the holds without these
+    the grammar says (the model had queried ``pick_errorsecutive``); the review sends back
+    SQL whose ``?`` do not match its params, and SQL for a window check that reads from the
+    window's start with no end; the code prints its ``value`` where it computes it (with
+    ``codeact_grounded``); a threshold set after the value (for a sentence) is not held
+    against the code. 1: the holds without these
     (2026-11-29, the runs recorded then replay with it); 0: none (before 2026-11-29)."""
 
     local_port: int = 0
