@@ -60,10 +60,12 @@ from sopgraph.nodes.codeact_grounding import (
     states_percent,
     value_assignments,
 )
-from sopgraph.nodes.codeact_scope import Scope, check_scope, scope_problem
+from sopgraph.nodes.codeact_scope import Scope, check_scope, scope_problem, share_problem
 from sopgraph.nodes.codeact_window import (
     SQL,
+    check_extreme,
     check_window,
+    hold_extreme,
     hold_window,
     open_window,
     parse_time,
@@ -79,6 +81,8 @@ from sopgraph.prompts.codeact import (
     LOOK_FIRST,
     NUDGE_FORMAT,
     REPEATED_CODE,
+    SENT_BACK,
+    DemoRun,
     FunctionSpec,
     TypedAnswer,
     answer_schema,
@@ -197,12 +201,13 @@ class CodeActRun:
     percent: bool = False  # the check's text states its threshold as a percentage
     grounded: bool = False  # the answer held to what the code printed (``codeact_grounding``)
     # the times the check's text states (``codeact_window``), held when ``constrained``: the
-    # setting's level (``Settings.codeact_constrained``: 0, 1 or 2)
+    # setting's level (``Settings.codeact_constrained``: 0 to 3)
     constrained: int = 0
     now: datetime | None = None  # the input's time
     window: int | None = None  # seconds of the window ending at ``now`` the text states
     counted: bool = False  # the code must read that window itself (not an age: "within")
     moment: bool = False  # the text is about the alarm's moment
+    extreme: str | None = None  # the reading a bound on every reading holds (``max``, ``min``)
 
 
 def hinted_names(hints: tuple[str, ...] | list[str]) -> list[str]:
@@ -268,6 +273,8 @@ def review(code: str, run: CodeActRun) -> str | None:
     if names and reads and not any(_mentions(code, n) for n in names):
         return f"reads none of the check's data ({', '.join(names)})"
     scoped = scope_problem(code, run.scope, run.station) if reads else None
+    if scoped is None and run.constrained >= 3 and run.scope == "spread" and reads:
+        scoped = share_problem(code)
     if scoped is not None:
         return scoped
     misplaced = sql_misplaced(tree, run) if run.grounded else None
@@ -368,13 +375,15 @@ def code_reply_model(
     functions: list[str],
     metrics: dict[str, list[str]] | None = None,
     ended: bool = True,
+    blocked: dict[str, list[str]] | None = None,
 ) -> BaseChatModel | None:
     """``model`` constrained to a code block that starts by calling one of ``functions``
     (``prompts.codeact.code_grammar``; a PromQL function of ``metrics`` by querying one of
-    its hinted metrics) on the local llama.cpp server; None elsewhere."""
+    its hinted metrics, a SQL function of ``blocked`` with SQL that names no data of the
+    demonstrations that is not the check's) on the local llama.cpp server; None elsewhere."""
     if not functions or not is_local(model):
         return None
-    grammar = code_grammar(functions, metrics, ended)
+    grammar = code_grammar(functions, metrics, ended, blocked)
     return model.bind(extra_body={"grammar": grammar})  # type: ignore[return-value]
 
 
@@ -392,6 +401,32 @@ def hinted_metrics(specs: dict[str, FunctionSpec], hints: list[str]) -> dict[str
     return out
 
 
+_QUOTED = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"')
+
+
+def blocked_prefixes(
+    specs: dict[str, FunctionSpec], hints: list[str], demos: list[DemoRun]
+) -> dict[str, list[str]]:
+    """What a SQL function's first query may not name (``code_grammar``'s ``blocked``): the
+    data of the demonstrations that is not the check's, each as its shortest prefix that
+    starts no name the check may want (its hinted names, and the other names the
+    demonstrations' SQL quotes: ``site``, ``five_minute_interval``, the table)."""
+    own = set(hinted_names(hints))
+    theirs = {n for d in demos for n in hinted_names(d.data)} - own
+    quoted = {n for d in demos for c in d.calls for v in c.args.values() if isinstance(v, str)
+              for n in _QUOTED.findall(v)}  # fmt: skip
+    allowed = own | (quoted - theirs)
+    prefixes = []
+    for name in sorted(theirs):
+        for i in range(1, len(name) + 1):
+            if not any(a.startswith(name[:i]) for a in allowed):
+                prefixes.append(name[:i])
+                break
+    if not prefixes:
+        return {}
+    return {name: prefixes for name, spec in specs.items() if _takes_sql(spec)}
+
+
 def hold_code(run: CodeActRun, text: str) -> tuple[str, list[str]]:
     """``text`` with the code it holds kept to the window the check's text states
     (``codeact_window.hold_window``) and, from level 2 of ``constrained`` with ``grounded``,
@@ -405,6 +440,9 @@ def hold_code(run: CodeActRun, text: str) -> tuple[str, list[str]]:
         held, notes = hold_window(held, run.now, run.window)
     if run.constrained >= 2 and run.grounded:
         held, more = hold_value(held)
+        notes = [*notes, *more]
+    if run.constrained >= 3 and run.extreme:
+        held, more = hold_extreme(held, run.extreme)
         notes = [*notes, *more]
     return (text.replace(code, held, 1), notes) if notes else (text, [])
 
@@ -468,15 +506,26 @@ def _last_line(error: str) -> str:
 
 
 async def _resample(
-    run: CodeActRun, model: Any, messages: list[BaseMessage], problem: str, turn: int
+    run: CodeActRun,
+    model: Any,
+    messages: list[BaseMessage],
+    problem: str,
+    turn: int,
+    first: str = "",
 ) -> tuple[str | None, dict[str, Any] | None, int, int, dict[str, Any]]:
     """Code that ``review`` found a problem in is not run as it is: up to ``run.samples``
     other replies are sampled (temperature, a seed each: the same requests replay), and the
     first whose code passes the review, runs without an error and reads data is chosen, with
     what it ran (``_execute``). (None, None, ...) when none does: the first reply then runs.
-    Only the chosen code's calls reach the trace; a sample that failed is in ``resampled``."""
+    Only the chosen code's calls reach the trace; a sample that failed is in ``resampled``.
+    From level 3 of ``run.constrained`` the samples see the ``first`` reply and the problem
+    (``SENT_BACK``). Measured before: the three samples of an upstream-jam check all copied
+    the sorter-jam demonstration the first reply had copied."""
     record: dict[str, Any] = {"turn": turn, "problems": [problem], "chosen": None}
     n_in = n_out = 0
+    if run.constrained >= 3 and first:
+        messages = [*messages, AIMessage(content=first),
+                    HumanMessage(content=SENT_BACK.format(problem=problem))]  # fmt: skip
     for seed in range(1, run.samples + 1):
         try:
             text, i, o = await _ask(run, model.bind(temperature=SAMPLE_TEMPERATURE, seed=seed),
@@ -527,7 +576,7 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         problem = review(code, run) if code is not None and run.samples and not spent else None
         prepared = None
         if problem is not None:
-            found = await _resample(run, model, state["messages"], problem, turns)
+            found = await _resample(run, model, state["messages"], problem, turns, text)
             other, prepared, i, o, record = found
             n_in, n_out, resampled = n_in + i, n_out + o, [record]
             text = other or text
@@ -715,7 +764,7 @@ class CodeActExecutor:
     samples: int | None = None  # other code replies sampled on a review problem (Settings)
     scoped: bool | None = None  # the check's scope read from its text (Settings.codeact_scope)
     grounded: bool | None = None  # the answer held to the output (Settings.codeact_grounded)
-    constrained: int | None = None  # the check's metric and times held: 0, 1, 2 (Settings)
+    constrained: int | None = None  # the check's metric and times held: 0 to 3 (Settings)
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
 
     def __post_init__(self) -> None:
@@ -768,11 +817,14 @@ class CodeActExecutor:
             hints=tuple(node.data), samples=self.samples,
             code_model=code_reply_model(self.model, list(specs),
                                         hinted_metrics(specs, node.data) if held else None,
-                                        ended=held >= 2),
+                                        ended=held >= 2,
+                                        blocked=blocked_prefixes(specs, node.data, demos)
+                                        if held >= 3 else None),
             scope=check_scope(text) if self.scoped else None, station=_station(ctx.input),
             percent=states_percent(text), grounded=bool(self.grounded), constrained=held,
             now=_now(ctx.timestamp) if held else None, window=check_window(text),
             counted=reads_window(text), moment=states_moment(text),
+            extreme=check_extreme(text) if held >= 3 else None,
         )  # fmt: skip
         state: CodeActState = {
             "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],

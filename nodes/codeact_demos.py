@@ -123,6 +123,7 @@ async def run_demo(entry: Entry, ctx: ToolContext) -> DemoRun | None:
         text=with_params(entry.text, params),
         calls=calls,
         compute=computation(check, seen, calls, ctx),
+        data=list(entry.data),
         comparison=check.op,
         threshold=Bound.threshold(check.threshold, ctx),
         verdict=verdict.value,

@@ -18,8 +18,11 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Literal
+
+from sopgraph.nodes.codeact_grounding import value_assignments
 
 Scope = Literal["station", "spread"]
 
@@ -65,4 +68,33 @@ def scope_problem(code: str, scope: Scope | None, station: str | None) -> str | 
         return f"filters to station {station}, but the check counts the site's stations"
     if scope == "spread" and (not _COUNTS.search(code) or _ONE_SERIES.search(code)):
         return "does not count the site's stations (one series read, or no len(...) of them)"
+    return None
+
+
+def _divides(expr: ast.expr) -> bool:
+    """Whether an arithmetic expression divides at its top (``a / b``, ``a / b * 100``), not
+    inside a call or a comprehension (a rate per station counted over stations)."""
+    if isinstance(expr, ast.BinOp):
+        return isinstance(expr.op, ast.Div) or _divides(expr.left) or _divides(expr.right)
+    return False
+
+
+def share_problem(code: str) -> str | None:
+    """Why the value of a count over the site's stations is not a count, or None: its last
+    top-level ``value = ...`` divides (a share of the stations). Measured: "at least 4 induct
+    stations of the site were each idle more than 25%" counted 4 of 4 stations and then
+    answered ``value = failing / stations`` (1.0, or 100.0 with ``* 100``), copied from a
+    pick-error-rate demonstration, on 3 alarms of 36 (alarms 109-132 and the 12-alarm
+    sample)."""
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:
+        return None
+    at = value_assignments(body, augmented=False)
+    if not at:
+        return None
+    assign = body[at[-1]]
+    if isinstance(assign, ast.Assign) and _divides(assign.value):
+        return (f"divides the count into a share ({ast.unparse(assign).strip()}), but the check "
+                "compares how many stations: value is the count")  # fmt: skip
     return None

@@ -28,6 +28,12 @@ NUDGE_FORMAT = (
     "line. Reply with one of the two."
 )
 LAST_TURN = "This is your last reply: no more code."
+SENT_BACK = (
+    "The host did not run this code (its review: {problem}). Write the code again, as one "
+    "```python block, without that problem."
+)
+"""After a reply whose code the review sent back (from level 3 of ``codeact_constrained``):
+the other replies are sampled with it and this note, not blind to what was wrong."""
 LOOK_FIRST = (
     "You have not read any data yet: call one of the functions in a ```python block first, "
     "then answer from what it printed."
@@ -151,7 +157,10 @@ hand: a grammar spells each optional character out,
 
 
 def code_grammar(
-    functions: list[str], metrics: dict[str, list[str]] | None = None, ended: bool = True
+    functions: list[str],
+    metrics: dict[str, list[str]] | None = None,
+    ended: bool = True,
+    blocked: dict[str, list[str]] | None = None,
 ) -> str:
     """A GBNF grammar for a code reply: one ```python block whose first statement calls one of
     ``functions``: ``r1 = <function>(``. A small model then reads data instead of defining
@@ -162,20 +171,32 @@ def code_grammar(
     Measured: four replies of four read ``station_idle_pct``, copied from a demonstration, for
     "vacuum averaged below 58 kPa" (docs/agents.md). ``ended``: the metric's name ends there
     (a ``{``, ``[``, ``)``, ``'`` or space follows); without it (as recorded before that) the
-    model went on to query ``pick_errorsecutive`` in 4 replies of 4."""
+    model went on to query ``pick_errorsecutive`` in 4 replies of 4.
+
+    ``blocked`` (a SQL function: name prefixes) holds such a function's first call to SQL
+    whose quoted names (``"sorter_jam_events_total"``) start with none of them: the data of
+    the demonstrations that is not the check's. Measured: three "upstream jams" checks of
+    three read ``sorter_jam_events_total``, copied from two sorter-jam demonstrations, in
+    every sample (docs/agents.md). Requiring the hinted name instead (anywhere before the
+    literal's end) made the model write ``LIMIT 1000...`` until its tokens ran out."""
     metrics = {f: m for f, m in (metrics or {}).items() if f in functions and m}
-    if not metrics:  # the grammar recorded runs replay with, unchanged
+    blocked = {f: b for f, b in (blocked or {}).items() if f in functions and b}
+    if not metrics and not blocked:  # the grammar recorded runs replay with, unchanged
         names = " | ".join(json.dumps(f) for f in sorted(functions))
         return "\n".join([
             'root ::= "```python\\n" "r1 = " fn "(" body "```"',
             f"fn ::= {names}",
             "body ::= [^`]*",
         ])  # fmt: skip
-    plain = sorted(f for f in functions if f not in metrics)
+    plain = sorted(f for f in functions if f not in metrics and f not in blocked)
     first = ['fn "("'] if plain else []
     end = " end" if ended else ""
     first += [f'{json.dumps(f)} "(query=\'" wrap ({" | ".join(json.dumps(m) for m in sorted(ms))}){end}'
               for f, ms in sorted(metrics.items())]  # fmt: skip
+    sql: list[str] = []
+    for i, (f, prefixes) in enumerate(sorted(blocked.items())):
+        first.append(f'{json.dumps(f)} "(sql=\'" sql{i} "\'"')
+        sql += _sql_rules(f"sql{i}", prefixes)
     lines = [
         'root ::= "```python\\n" "r1 = " first body "```"',
         f"first ::= {' | '.join(first)}",
@@ -187,7 +208,38 @@ def code_grammar(
     lines.append('wrap ::= (("avg" | "min" | "max" | "sum" | "count" | "last") "_over_time(")?')
     if ended:  # what may follow a metric's name in a selector
         lines.append("end ::= [{\\[)' ]")
-    return "\n".join(lines)
+    return "\n".join(lines + sql)
+
+
+def _sql_rules(rule: str, prefixes: list[str]) -> list[str]:
+    """GBNF rules for a SQL literal (no ``'``, no fence) whose double-quoted names start with
+    none of ``prefixes``: a trie of them, each of its nodes a rule that goes on with any other
+    character (free from there), or down the trie, never into a prefix's end."""
+    trie: dict[str, Any] = {}
+    for p in sorted({p for p in prefixes if p}, key=len):  # a shorter prefix covers longer
+        node: dict[str, Any] | None = trie
+        for ch in p[:-1]:
+            node = node.setdefault(ch, {}) if node is not None else None
+        if node is not None:
+            node[p[-1]] = None  # the prefix's end: not reachable
+    out = [f'{rule} ::= ([^\'`"] | "\\"" {rule}n0 "\\"")*']
+    count = 0
+
+    def emit(node: dict) -> str:
+        nonlocal count
+        name = f"{rule}n{count}"
+        count += 1
+        chars = "".join(ch for ch in node if ch not in "\\]^-")
+        alts = [f"[^'`\"{chars}] [^'`\"]*"]
+        for ch, child in sorted(node.items()):
+            if child is not None:
+                alts.append(f"{json.dumps(ch)} {emit(child)}")
+        # a name may end here (the closing quote follows), or go on off the trie
+        out.append(f"{name} ::= ({' | '.join(alts)})?")
+        return name
+
+    emit(trie)
+    return out
 
 
 def parse_answer(text: str, stated: tuple[str, float] | None = None) -> TypedAnswer | None:
@@ -253,6 +305,7 @@ class DemoRun(BaseModel):
     text: str
     calls: list[DemoCall]
     compute: list[str] = Field(default_factory=list)  # the Python from the results to the value
+    data: list[str] = Field(default_factory=list)  # the node's data hints (not shown)
     comparison: str = ""
     threshold: Any = None
     verdict: str

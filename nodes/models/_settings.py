@@ -94,14 +94,19 @@ class Settings(BaseSettings):
     takes none, and once no sample of a turn passes the review, later turns are not reviewed.
     False: as before 2026-11-28 (runs recorded then replay with it)."""
 
-    codeact_constrained: int = 2
+    codeact_constrained: int = 3
     """The CodeAct sub-agent is held to the metric and the time its check's text states
     (``nodes/codeact_window``): a check's code that queries a PromQL server starts with one of
     the check's hinted metrics (by grammar, on the local model); a window check's query times
     and PromQL ranges are set to the text's window; code that reads no window for a window
     check, or reads from before the alarm for "at the time of the alarm", is sent back by the
     review (with ``codeact_samples``); an age check ("within the last 8 hours") whose code
-    found nothing is ``false``. 2 (the default): besides, the hinted metric's name ends where
+    found nothing is ``false``. 3 (the default, 2026-11-29): besides level 2's, the first SQL
+    query names no data of the demonstrations that is not the check's, by grammar (three
+    "upstream jams" checks had read the sorter's jams); "every reading was below" reads the
+    largest reading (``max``, not ``avg``); a count over the site's stations answers the
+    count, not a share; samples drawn after the review sent code back see that code and why.
+    2: besides level 1's, the hinted metric's name ends where
     the grammar says (the model had queried ``pick_errorsecutive``); the review sends back
     SQL whose ``?`` do not match its params, and SQL for a window check that reads from the
     window's start with no end; the code prints its ``value`` where it computes it (with

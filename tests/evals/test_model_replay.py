@@ -121,7 +121,7 @@ SCOPED = {"triage_codeact_scoped", "triage_codeact_scoped_more3"}  # scope, samp
 GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampled
 # every check of 2026-11-29 (metric and times held), sampled: level 1 of the setting
 CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
-LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # the default settings
+LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # level 2 of the setting
 PART = {
     "triage_codeact_scoped_more3": 5,
     "triage_codeact_grounded_more4": 5,

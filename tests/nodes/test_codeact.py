@@ -493,8 +493,11 @@ async def test_code_that_misreads_the_check_is_not_run_a_verified_sample_is(pool
     node = _node()
     outcome = await CodeActExecutor(model=model, samples=3).decide(node, _ctx(node, pool))
     assert outcome.verdict.value == "true" and outcome.detail["turns"] == 2
-    # the samples answered the same prompt; the first passed the review but failed when run
-    assert model.seen[1] == model.seen[0] == model.seen[2]
+    # the samples answered the first prompt, the first reply and why it was sent back (level
+    # 3); the first sample passed the review but failed when run
+    assert model.seen[1] == model.seen[2] and model.seen[1][:-2] == model.seen[0]
+    assert model.seen[1][-2].content == first
+    assert f"(its review: {said}" in model.seen[1][-1].content
     (record,) = outcome.detail["resampled"]
     assert (record["turn"], record["chosen"], record["samples"]) == (1, 2, 2)
     assert record["problems"][0].startswith(said)
@@ -507,6 +510,17 @@ async def test_code_that_misreads_the_check_is_not_run_a_verified_sample_is(pool
     # every reply's tokens count
     replies = (first, fails, QUERY, TYPED_TRUE)
     assert outcome.detail["output_tokens"] == sum(len(r.split()) for r in replies)
+
+
+@shared_loop
+async def test_before_level_3_the_samples_answer_the_same_prompt(pool):
+    fails = "```python\nr = robotics_execute_query(metric='station_idle_pct', site='FC1')\nprint(r['nope'])\n```"
+    model = _model(OTHER_DATA, fails, QUERY, TYPED_TRUE)
+    node = _node()
+    executor = CodeActExecutor(model=model, samples=3, constrained=2)
+    outcome = await executor.decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "true"
+    assert model.seen[1] == model.seen[0] == model.seen[2]
 
 
 @shared_loop

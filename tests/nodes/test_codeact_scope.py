@@ -6,7 +6,7 @@ import pytest
 
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.loader import load_sop
-from sopgraph.nodes.codeact_scope import check_scope, scope_problem
+from sopgraph.nodes.codeact_scope import check_scope, scope_problem, share_problem
 
 STATION_Q = (
     'r1 = robotics_execute_query(query=\'avg_over_time(x{site="FC1",station="ST05"}[15m])\')'
@@ -60,3 +60,40 @@ def test_every_spread_check_of_the_triage_sop_is_read_as_one():
     # the station checks the live runs measured over the site
     for node in ("obs_station_idle", "rc_camera_degraded", "rc_suction_cup_worn"):
         assert check_scope(sop.nodes[node].text) == "station", node
+
+
+# alarm ALM-001396 (live, 2026-11-29): the idle spread's code, which counted 4 of 4 stations
+# and answered their share
+SHARE = (
+    "r1 = robotics_execute_query(query='avg_over_time(station_idle_pct{site=\"DFW7\"}[15m])', "
+    "time=NOW)\nfailing = len([v for v in series_values(r1) if v > 30])\n"
+    "stations = len(series_values(r1))\nvalue = failing / stations\nprint(value)"
+)
+
+
+def test_a_spread_answers_the_count_not_a_share():
+    assert share_problem(SHARE).startswith("divides the count into a share (value = failing")
+    assert share_problem(SHARE.replace("failing / stations", "failing / stations * 100"))
+    assert share_problem(SHARE.replace("value = failing / stations", "value = failing")) is None
+    # a rate per station inside the count is not the value's share
+    per = "value = len([s for s in rows if rows[s]['e'] / rows[s]['a'] * 100 > 3])"
+    assert share_problem(per) is None
+    assert share_problem("print(1)") is None and share_problem("value = (") is None
+
+
+def test_the_review_sends_a_share_back_from_level_3():
+    from sopgraph.nodes.codeact import CodeActRun, review
+    from sopgraph.nodes.sandbox import SandboxLimits
+    from sopgraph.prompts.codeact import FunctionSpec
+
+    spec = FunctionSpec(name="robotics_execute_query", server="robotics", tool="execute_query",
+                        description="", input_schema={"properties": {"query": {}, "time": {}}})  # fmt: skip
+    specs = {spec.name: spec}
+
+    def run(level):
+        return CodeActRun(None, {spec.name: None}, specs, SandboxLimits(),  # type: ignore[arg-type]
+                          hints=("robotics.station_idle_pct",), samples=3, grounded=True,
+                          scope="spread", station="ST03", constrained=level)  # fmt: skip
+
+    assert review(SHARE, run(3)).startswith("divides the count into a share")
+    assert review(SHARE, run(2)) is None

@@ -11,9 +11,9 @@ import pytest
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.loader import load_sop
 from sopgraph.nodes import codeact_window as cw
-from sopgraph.nodes.codeact import CodeActRun, hinted_metrics, review
+from sopgraph.nodes.codeact import CodeActRun, blocked_prefixes, hinted_metrics, hold_code, review
 from sopgraph.nodes.codeact_grounding import NO_RECORD, no_record
-from sopgraph.prompts.codeact import FunctionSpec, code_grammar, parse_answer
+from sopgraph.prompts.codeact import DemoCall, DemoRun, FunctionSpec, code_grammar, parse_answer
 
 NOW = cw.parse_time("2025-03-17T23:48:03Z")
 
@@ -111,7 +111,9 @@ def test_a_promql_function_starts_with_a_hinted_metric_by_grammar():
 def _gbnf_regex(grammar: str) -> re.Pattern[str]:
     """A regular expression for a grammar without recursion (as ``code_grammar``'s are)."""
     rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines())
-    token = re.compile(r'"((?:[^"\\]|\\.)*)"|(\[(?:[^\]\\]|\\.)*\][*+?]?)|([a-z]+)|(\s+)|(.)')
+    token = re.compile(
+        r'"((?:[^"\\]|\\.)*)"|(\[(?:[^\]\\]|\\.)*\][*+?]?)|([a-z][a-z0-9]*)|(\s+)|(.)'
+    )
 
     def expand(expr: str) -> str:
         out = []
@@ -229,3 +231,90 @@ def test_a_threshold_set_after_the_value_is_not_held_against_the_code():
     assert (
         review(sample, run(1)) == "uses the check's threshold 10 (the host compares: observed > 10)"
     )
+
+
+def _demo(node, data, sql):
+    call = DemoCall(function="conveyance_execute_query", args={"sql": sql, "params": []})
+    return DemoRun(node=node, text="", calls=[call], verdict="false", data=data)
+
+
+# alarm ALM-001393 (live, 2026-11-29): both demonstrations of "upstream conveyance recorded at
+# least 3 jams" read the sorter's jams, and every sample copied them
+SORTER = ('SELECT "five_minute_interval" > ?, "sorter_jam_events_total" FROM "conveyance_5m" '
+          'WHERE "site" = ? AND "five_minute_interval" > ?')  # fmt: skip
+
+
+def test_a_sql_query_may_not_name_the_demonstrations_other_data():
+    import llama_cpp
+
+    specs = {**SPECS, "conveyance_execute_query": _spec("conveyance_execute_query",
+                                                         "conveyance", ["sql", "params"])}  # fmt: skip
+    demos = [_demo("obs_sorter_jams", ["conveyance.sorter_jam_events_total"], SORTER)]
+    hints = ["conveyance.upstream_jam_events_total"]
+    blocked = blocked_prefixes(specs, hints, demos)
+    # "s" starts "site": the shortest prefix that starts no name the check may want
+    assert blocked == {"conveyance_execute_query": ["so"], "ops_execute_query": ["so"]}
+    grammar = code_grammar(list(specs), hinted_metrics(specs, hints), blocked=blocked)
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp accepts it
+    held = _gbnf_regex(grammar)
+    reply = "```python\nr1 = conveyance_execute_query(sql='{sql}', params=['BFI4'])\nprint(r1)\n```"
+    assert not held.fullmatch(reply.format(sql=SORTER))
+    assert held.fullmatch(reply.format(sql=SORTER.replace("sorter_jam", "upstream_jam")))
+    assert held.fullmatch(reply.format(sql='SELECT count(*) FROM "stations" WHERE "site" = ?'))
+    # later statements and other functions are free
+    assert held.fullmatch("```python\nr1 = robotics_list_metrics(match='x')\nr2 = "
+                          "conveyance_execute_query(sql='SELECT \"sorter_jam_events_total\"')\n```")  # fmt: skip
+    # the check's own data, or no demonstration of other data: nothing blocked
+    assert blocked_prefixes(specs, ["conveyance.sorter_jam_events_total"], demos) == {}
+    assert blocked_prefixes(specs, hints, []) == {}
+    # without blocked names (levels 1 and 2): the grammar those runs replay with
+    metrics = hinted_metrics(specs, hints)
+    assert code_grammar(list(specs), metrics) == code_grammar(list(specs), metrics, blocked={})
+
+
+def test_blocked_prefixes_form_a_trie():
+    held = _gbnf_regex(code_grammar(["q"], blocked={"q": ["so", "sorter_x", "up_t"]}))
+    reply = "```python\nr1 = q(sql='SELECT \"{name}\" FROM t')\n```"
+    for name in ("site", "s", "up", "up_", "up_s", "upstream", "x_sorter"):
+        assert held.fullmatch(reply.format(name=name)), name
+    for name in ("so", "sorter_jam", "up_t", "up_total"):
+        assert not held.fullmatch(reply.format(name=name)), name
+
+
+# alarm ALM-001393 (live, 2026-11-29): "every upstream reading of the last 45 minutes was
+# below 70%" answered with the readings' average (68.7, true)
+AVERAGED = (
+    'r1 = conveyance_execute_query(sql=\'SELECT avg("upstream_rate_ratio") FROM "conveyance_5m" '
+    'WHERE "site" = ? AND "five_minute_interval" > ? AND "five_minute_interval" <= ?\', '
+    "params=['BFI4', '2025-03-18 19:08:36', '2025-03-18 19:53:36'])\nprint(table_rows(r1))\n"
+    "feed = table_rows(r1)[0]['avg(upstream_rate_ratio)']\nvalue = feed * 100\nprint(value)"
+)
+
+
+def test_a_bound_on_every_reading_holds_the_extreme_reading():
+    text = "Every upstream reading of the last 45 minutes was below 70% of plan."
+    assert cw.check_extreme(text) == "max"
+    assert cw.check_extreme("All readings of the hour were above 5 kPa.") == "min"
+    assert cw.check_extreme("The upstream flow averaged below 70% of plan.") is None
+    assert cw.check_extreme("At least 4 stations of the site were each idle more than 25%.") is None
+    held, notes = cw.hold_extreme(AVERAGED, "max")
+    assert 'SELECT max("upstream_rate_ratio")' in held and "'max(upstream_rate_ratio)'" in held
+    assert "avg(" not in held and notes == ["avg( is not max: every reading"]
+    promql = "r1 = q(query='min_over_time(x[45m])')\nvalue = min(series_values(r1))"
+    assert cw.hold_extreme(promql, "max")[0] == (
+        "r1 = q(query='max_over_time(x[45m])')\nvalue = max(series_values(r1))"
+    )
+    assert cw.hold_extreme(held, "max") == (held, [])
+
+
+def test_the_extreme_is_held_from_level_3():
+    from sopgraph.nodes.sandbox import SandboxLimits
+
+    def run(level):
+        return CodeActRun(None, {f: None for f in SPECS}, SPECS, SandboxLimits(),  # type: ignore[arg-type]
+                          grounded=True, constrained=level, extreme="max")  # fmt: skip
+
+    reply = f"```python\n{AVERAGED}\n```"
+    held, notes = hold_code(run(3), reply)
+    assert 'max("upstream_rate_ratio")' in held and notes
+    assert hold_code(run(2), reply) == (reply, [])
