@@ -111,6 +111,8 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     # before by any architecture, and the 12-alarm sample
     "triage_codeact_level2_more6": ("model", "triage", "--arch", "codeact", "--skip", "108"),
     "triage_codeact_level2b": ("model", "triage", "--arch", "codeact"),
+    # level 3 (the default since 2026-11-29, later still): alarms 133-156, never run before
+    "triage_codeact_level3_more7": ("model", "triage", "--arch", "codeact", "--skip", "132"),
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 # what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
@@ -122,6 +124,7 @@ GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampl
 # every check of 2026-11-29 (metric and times held), sampled: level 1 of the setting
 CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
 LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # level 2 of the setting
+LEVEL3 = {"triage_codeact_level3_more7"}  # level 3
 PART = {
     "triage_codeact_scoped_more3": 5,
     "triage_codeact_grounded_more4": 5,
@@ -130,9 +133,12 @@ PART = {
     "triage_codeact_level2_more6": 5,
     "triage_codeact_level2b": 4,
 }  # CI's time (under 30 minutes in all): the first N alarms of a long run
+REPLAYED = 4  # and of every other run (2026-11-29: CI took 1749 s of its 1800 with all 12)
 
 
 def _codeact_settings(name: str) -> dict[str, str]:
+    if name in LEVEL3:
+        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "3"}
     if name in LEVEL2:
         return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "2"}
     if name in CONSTRAINED:
@@ -151,7 +157,7 @@ def test_model_triage_replays(fc_home, run):  # noqa: F811
     live = _live(name)
     cmd, *args = TRIAGE_RUNS[run]
     settings = _codeact_settings(name) if "codeact" in name else None
-    n = PART.get(name, live["n"])
+    n = min(PART.get(name, REPLAYED), live["n"])
     out = _replay(name, *args, "--alarms", str(n), home=fc_home, command=cmd,
                   settings=settings)  # fmt: skip
     _check_replayed(out)
