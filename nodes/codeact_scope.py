@@ -93,8 +93,8 @@ def share_problem(code: str) -> str | None:
     at = value_assignments(body, augmented=False)
     if not at:
         return None
-    assign = body[at[-1]]
-    if isinstance(assign, ast.Assign) and _divides(assign.value):
+    assign = body[at[-1]]  # an ``ast.Assign``: ``augmented=False``
+    if _divides(assign.value):
         return (f"divides the count into a share ({ast.unparse(assign).strip()}), but the check "
                 "compares how many stations: value is the count")  # fmt: skip
     return None
