@@ -53,16 +53,29 @@ from sopgraph.graphs.untrusted_text import serialisable
 from sopgraph.nodes.codeact_demos import DEFAULT_DEMOS, LibraryDemos
 from sopgraph.nodes.codeact_grounding import (
     PRINT_VALUE,
+    UNPRINTED,
+    VALUE_CAPTURE,
     ground,
+    hold_observed,
     hold_value,
     no_record,
     printed_numbers,
+    split_value,
     states_percent,
+    unmeasured,
+    unprinted,
     value_assignments,
 )
-from sopgraph.nodes.codeact_scope import Scope, check_scope, scope_problem, share_problem
+from sopgraph.nodes.codeact_scope import (
+    Scope,
+    check_scope,
+    hold_count,
+    scope_problem,
+    share_problem,
+)
 from sopgraph.nodes.codeact_window import (
     SQL,
+    bound_window,
     check_extreme,
     check_window,
     hold_extreme,
@@ -201,13 +214,14 @@ class CodeActRun:
     percent: bool = False  # the check's text states its threshold as a percentage
     grounded: bool = False  # the answer held to what the code printed (``codeact_grounding``)
     # the times the check's text states (``codeact_window``), held when ``constrained``: the
-    # setting's level (``Settings.codeact_constrained``: 0 to 3)
+    # setting's level (``Settings.codeact_constrained``: 0 to 4)
     constrained: int = 0
     now: datetime | None = None  # the input's time
     window: int | None = None  # seconds of the window ending at ``now`` the text states
     counted: bool = False  # the code must read that window itself (not an age: "within")
     moment: bool = False  # the text is about the alarm's moment
     extreme: str | None = None  # the reading a bound on every reading holds (``max``, ``min``)
+    text: str = ""  # the check's text, its parameters filled in
 
 
 def hinted_names(hints: tuple[str, ...] | list[str]) -> list[str]:
@@ -272,9 +286,14 @@ def review(code: str, run: CodeActRun) -> str | None:
     reads = _reads_called(tree, run)
     if names and reads and not any(_mentions(code, n) for n in names):
         return f"reads none of the check's data ({', '.join(names)})"
+    unread = unread_metrics(code, run) if run.constrained >= 4 and reads else None
+    if unread is None and run.constrained >= 4 and reads:
+        unread = unread_reference(code, run.text)
+    if unread is not None:
+        return unread
     scoped = scope_problem(code, run.scope, run.station) if reads else None
-    if scoped is None and run.constrained >= 3 and run.scope == "spread" and reads:
-        scoped = share_problem(code)
+    if scoped is None and run.constrained == 3 and run.scope == "spread" and reads:
+        scoped = share_problem(code)  # from level 4 the host makes it the count (hold_count)
     if scoped is not None:
         return scoped
     misplaced = sql_misplaced(tree, run) if run.grounded else None
@@ -289,10 +308,78 @@ def review(code: str, run: CodeActRun) -> str | None:
     if timed is not None:
         return timed
     used = _value_part(tree) if run.constrained >= 2 else tree
+    if run.avoid is not None and run.constrained >= 4 and not computes_with(used, run.avoid):
+        return None
     if run.avoid is not None and run.avoid in _numbers(used):
         op = run.stated[0] if run.stated else "?"
         return f"uses the check's threshold {run.avoid:g} (the host compares: observed {op} {run.avoid:g})"
     return None
+
+
+def unread_metrics(code: str, run: CodeActRun) -> str | None:
+    """Why ``code`` reads only some of the metrics its check's data names for one function
+    (from level 4), or None: the check's value needs each (an error rate: errors and
+    attempts). Measured (alarms 133-156): "the pick error rate is above 4.5%" read
+    ``pick_errors`` alone and divided it by the threshold, 133%, in every sample."""
+    for names in hinted_metrics(run.specs, list(run.hints)).values():
+        read = [n for n in names if n in code]
+        if read and len(read) < len(names):
+            missing = [n for n in names if n not in read]
+            return (f"reads {', '.join(read)} but not {', '.join(missing)}: the check's value "
+                    f"needs each of its data ({', '.join(names)})")  # fmt: skip
+    return None
+
+
+# "below 80% of the planned headcount": a share of a reference the data holds beside the count
+_REFERENCE = re.compile(r"%\s+of\s+(?:the\s+|its\s+)?(planned|rated)\s+(\w+)", re.I)
+
+
+def unread_reference(code: str, text: str) -> str | None:
+    """Why ``code`` for a share of a planned or rated quantity ("below 80% of the planned
+    headcount") reads no such quantity, or None (from level 4): it names nothing with
+    ``plan`` or ``rated`` in it, nor a ratio (data already relative to plan). Measured
+    (alarms 133-156): pack-out staffing read the headcount present alone, 4, "below 80"."""
+    match = _REFERENCE.search(text or "")
+    if match is None:
+        return None
+    stem = "plan" if match.group(1).lower() == "planned" else "rated"
+    if re.search(rf"{stem}|ratio", code, re.I):
+        return None
+    what = f"{match.group(1)} {match.group(2)}"
+    return (f"reads no {what}: the check is a share of the {what}, so read it too "
+            f"(a name with '{stem}' in it) and divide")  # fmt: skip
+
+
+def computes_with(tree: ast.AST, number: float) -> bool:
+    """Whether ``tree`` computes with ``number`` (itself or a name set to it), not only
+    compares a result with it in an ``if`` (a verdict the host does not need, but that is
+    harmless: the host asks for the value). From level 4: measured (a dev run on alarm
+    ALM-001422), ``if idle_pct > threshold`` had three samples drawn, all the same code."""
+    names = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and _is_number(n.value, number)
+             for t in n.targets if isinstance(t, ast.Name)}  # fmt: skip
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        used = _is_number(node, number) or (isinstance(node, ast.Name) and node.id in names
+                                            and isinstance(node.ctx, ast.Load))  # fmt: skip
+        if not used:
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Assign) and node is parent.value:
+            continue  # ``threshold = 25``: its uses decide
+        grand = parents.get(parent) if parent is not None else None
+        if (
+            isinstance(parent, ast.Compare)
+            and isinstance(grand, ast.If | ast.IfExp)
+            and grand.test is parent
+        ):
+            continue
+        return True
+    return False
+
+
+def _is_number(node: ast.AST, number: float) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool) and float(node.value) == number)  # fmt: skip
 
 
 def _value_part(tree: ast.AST) -> ast.AST:
@@ -376,14 +463,18 @@ def code_reply_model(
     metrics: dict[str, list[str]] | None = None,
     ended: bool = True,
     blocked: dict[str, list[str]] | None = None,
+    allowed: dict[str, list[str]] | None = None,
+    every: bool = False,
 ) -> BaseChatModel | None:
     """``model`` constrained to a code block that starts by calling one of ``functions``
     (``prompts.codeact.code_grammar``; a PromQL function of ``metrics`` by querying one of
     its hinted metrics, a SQL function of ``blocked`` with SQL that names no data of the
-    demonstrations that is not the check's) on the local llama.cpp server; None elsewhere."""
+    demonstrations that is not the check's, one of ``allowed`` with SQL that quotes only
+    those names; with ``every``, a query of each of a function's hinted metrics first) on the
+    local llama.cpp server; None elsewhere."""
     if not functions or not is_local(model):
         return None
-    grammar = code_grammar(functions, metrics, ended, blocked)
+    grammar = code_grammar(functions, metrics, ended, blocked, allowed, every)
     return model.bind(extra_body={"grammar": grammar})  # type: ignore[return-value]
 
 
@@ -427,22 +518,69 @@ def blocked_prefixes(
     return {name: prefixes for name, spec in specs.items() if _takes_sql(spec)}
 
 
+def allowed_names(
+    specs: dict[str, FunctionSpec],
+    hints: list[str],
+    demos: list[DemoRun],
+    tables: dict[str, dict[str, list[str]]],
+    others: list[str] | None = None,
+) -> dict[str, list[str]]:
+    """What a SQL function's first query may quote (``code_grammar``'s ``allowed``, from
+    level 4): the tables of its server (``tables``: server -> table -> columns) that hold the
+    check's hinted data and their columns. A table the check names as its data gives every
+    column; a table chosen for a hinted column (one that names every word of the hint) gives
+    its columns less the demonstrations' data that is not the check's and less the columns
+    ``others`` name (the ``server.column`` hints of the SOP's other nodes: another quantity
+    of the same table). A function whose server holds no hinted name is left out. Measured
+    (a dev run on alarm ALM-001425): "upstream conveyance recorded at least 3 jams" read
+    ``sorter_throughput_ratio``, a column of the same table, in its reply and all samples."""
+    own = hinted_names(hints)
+    theirs = [n for d in demos for n in hinted_names(d.data) if n not in own]
+    theirs += [h.split(".")[1] for h in others or [] if h.count(".") == 1
+               and h.split(".")[1] not in own]  # fmt: skip
+    out: dict[str, list[str]] = {}
+    for name, spec in specs.items():
+        if not _takes_sql(spec):
+            continue
+        catalog = tables.get(spec.server, {})
+        names = hinted_names([h for h in hints if h.split(".")[0] == spec.server])
+        whole = [n for n in names if n in catalog]  # tables the check names
+        named = [n for n in names if n not in catalog]  # columns (a table hint names itself)
+        chosen = {t: cols for t, cols in catalog.items()
+                  if t in whole or any(_mentions(c, n) for c in cols for n in named)}  # fmt: skip
+        allowed = set(chosen)
+        for table, cols in chosen.items():
+            allowed |= {c for c in cols if table in whole or any(_mentions(c, n) for n in named)
+                        or not any(_mentions(c, t) for t in theirs)}  # fmt: skip
+        if chosen:
+            out[name] = sorted(allowed)
+    return out
+
+
 def hold_code(run: CodeActRun, text: str) -> tuple[str, list[str]]:
     """``text`` with the code it holds kept to the window the check's text states
-    (``codeact_window.hold_window``) and, from level 2 of ``constrained`` with ``grounded``,
+    (``codeact_window.hold_window``; from level 4 a window's missing end given back first,
+    ``bound_window``) and, from level 2 of ``constrained`` with ``grounded``,
     its value printed where it is computed (``codeact_grounding.hold_value``); a note for each
     change."""
     code = extract_code(text) if run.constrained else None
     if not code:
         return text, []
     held, notes = code, []
+    if run.constrained >= 4 and run.now and run.window:
+        sql = {name for name, spec in run.specs.items() if _takes_sql(spec)}
+        held, notes = bound_window(held, sql, run.now)
     if run.now and run.window:
-        held, notes = hold_window(held, run.now, run.window)
+        held, more = hold_window(held, run.now, run.window)
+        notes = [*notes, *more]
     if run.constrained >= 2 and run.grounded:
         held, more = hold_value(held)
         notes = [*notes, *more]
     if run.constrained >= 3 and run.extreme:
         held, more = hold_extreme(held, run.extreme)
+        notes = [*notes, *more]
+    if run.constrained >= 4 and run.scope == "spread":
+        held, more = hold_count(held)
         notes = [*notes, *more]
     return (text.replace(code, held, 1), notes) if notes else (text, [])
 
@@ -480,6 +618,7 @@ class CodeActState(TypedDict, total=False):
     repeats: int  # code replies identical to an earlier step's (each not run again)
     resample: bool  # the last reply repeated earlier code: the next code reply is sampled
     asked_value: bool  # a step read data and printed no number: the value was asked for
+    asked_printed: bool  # an answer's observed was printed nowhere: code was asked for (level 4)
     grounded: list[str]  # how the host changed the answer's observed value (``ground``)
     held: Annotated[list[str], operator.add]  # how the host held the code's times to the check's
 
@@ -600,11 +739,26 @@ async def think(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, 
         steps = state.get("code", [])
         last = steps[-1]["stdout"] if steps else ""
         code = "\n".join(step["code"] for step in steps)
-        read, notes = ground(text, last, code, run.percent)
+        held, notes = text, []
+        if run.constrained >= 4 and steps and steps[-1].get("value") is not None:
+            held, notes = hold_observed(text, steps[-1]["value"])
+        read, more = ground(held, last, code, run.percent)
+        notes = [*notes, *more]
         if run.constrained and run.window and not run.counted:  # an age: none on record is old
             read, more = no_record(read, last)
             notes = [*notes, *more]
         update["grounded"] = notes
+        # what every step printed, and the value each ended with (level 4's capture)
+        everything = "\n".join(f"{step['stdout'] or ''}\n{step.get('value', '')}" for step in steps)
+        nowhere = unprinted(read, everything) if run.constrained >= 4 else None
+        if nowhere is not None and not state.get("asked_printed") and turns < run.max_turns - 1:
+            # the answer reports what the code printed: code that prints it, once
+            update["asked_printed"] = True
+            update["messages"].append(HumanMessage(content=UNPRINTED.format(observed=nowhere)))
+            return update
+        if nowhere is not None and state.get("asked_printed"):  # again: no value was measured
+            read, more = unmeasured(read)
+            update["grounded"] = [*notes, *more]
     typed = parse_answer(read, run.stated) if answering else None
     code = None if typed is not None else extract_code(text)
     final = typed is not None or (code is None and is_final_answer(text))
@@ -675,7 +829,9 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
 async def _execute(run: CodeActRun, code: str, turn: int) -> dict[str, Any]:
     """Run ``code`` in the sandbox: its trace step, its MCP calls, the output shown back and
     whether a call read data (not the catalog) without an error."""
-    result = await run_code(run.prelude + code, run.functions, run.limits)
+    capture = VALUE_CAPTURE if run.constrained >= 4 and run.grounded else ""
+    result = await run_code(run.prelude + code + capture, run.functions, run.limits)
+    stdout, value = split_value(result.stdout) if capture else (result.stdout, None)
     error = None
     if not result.ok:
         error = clean_traceback(result.error) if result.error else None
@@ -685,7 +841,7 @@ async def _execute(run: CodeActRun, code: str, turn: int) -> dict[str, Any]:
         "turn": turn,
         "code": code,
         "ok": result.ok,
-        "stdout": clip(result.stdout, TRACE_CHARS),
+        "stdout": clip(stdout, TRACE_CHARS),
         "error": error,
         "reason": result.reason,
         "ms": result.duration_ms,
@@ -706,7 +862,9 @@ async def _execute(run: CodeActRun, code: str, turn: int) -> dict[str, Any]:
             }
         )
     read = any(c["error"] is None and reads_data(c["tool"]) for c in calls)
-    return {"step": step, "calls": calls, "shown": clip(result.stdout, OBSERVATION_CHARS),
+    if value is not None:
+        step["value"] = value
+    return {"step": step, "calls": calls, "shown": clip(stdout, OBSERVATION_CHARS),
             "read": read}  # fmt: skip
 
 
@@ -764,7 +922,7 @@ class CodeActExecutor:
     samples: int | None = None  # other code replies sampled on a review problem (Settings)
     scoped: bool | None = None  # the check's scope read from its text (Settings.codeact_scope)
     grounded: bool | None = None  # the answer held to the output (Settings.codeact_grounded)
-    constrained: int | None = None  # the check's metric and times held: 0 to 3 (Settings)
+    constrained: int | None = None  # the check's metric and times held: 0 to 4 (Settings)
     _functions: McpFunctions = field(default_factory=McpFunctions, repr=False)
 
     def __post_init__(self) -> None:
@@ -790,11 +948,16 @@ class CodeActExecutor:
         start = time.perf_counter()
         text = ctx.text or node.text  # the check, its parameters filled in
         specs, functions, problems = await self._functions.for_node(node, ctx)
+        held = int(self.constrained or 0)
         demos = (
-            await self.library.for_node(node, ctx, self.demos, scoped=bool(self.scoped))
+            await self.library.for_node(
+                node, ctx, self.demos, scoped=bool(self.scoped), counters=held >= 4
+            )  # fmt: skip
             if self.library and specs
             else []
         )
+        tables = {spec.server: await self._functions.tables(ctx, spec.server)
+                  for spec in specs.values() if held >= 4 and _takes_sql(spec)}  # fmt: skip
         system = render_system_prompt(
             question=text,
             functions=list(specs.values()),
@@ -809,22 +972,24 @@ class CodeActExecutor:
             demos=demos,
         )
         stated = stated_comparison(text) or (implied_comparison(text) if self.grounded else None)
-        held = int(self.constrained or 0)
         run = CodeActRun(
             self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
             answer_model=typed_answer_model(self.model, answer_schema(stated)),
-            prelude=prelude(ctx.timestamp), stated=stated, avoid=threshold_to_avoid(stated, text),
+            prelude=prelude(ctx.timestamp, checked=held >= 4), stated=stated, avoid=threshold_to_avoid(stated, text),
             hints=tuple(node.data), samples=self.samples,
             code_model=code_reply_model(self.model, list(specs),
                                         hinted_metrics(specs, node.data) if held else None,
                                         ended=held >= 2,
                                         blocked=blocked_prefixes(specs, node.data, demos)
-                                        if held >= 3 else None),
+                                        if held >= 3 else None,
+                                        allowed=allowed_names(specs, node.data, demos, tables,
+                                                              self._others(node))
+                                        if held >= 4 else None, every=held >= 4),
             scope=check_scope(text) if self.scoped else None, station=_station(ctx.input),
             percent=states_percent(text), grounded=bool(self.grounded), constrained=held,
             now=_now(ctx.timestamp) if held else None, window=check_window(text),
             counted=reads_window(text), moment=states_moment(text),
-            extreme=check_extreme(text) if held >= 3 else None,
+            extreme=check_extreme(text) if held >= 3 else None, text=text,
         )  # fmt: skip
         state: CodeActState = {
             "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],
@@ -852,6 +1017,12 @@ class CodeActExecutor:
                 verdict=None, executor=self.name, error=f"codeact: {error}", ms=ms, detail=detail
             )
         return Outcome(verdict=verdict, executor=self.name, ms=ms, detail=detail)
+
+    def _others(self, node: Node) -> list[str]:
+        """The data hints of the SOP's other nodes (its library's), for ``allowed_names``."""
+        if self.library is None:
+            return []
+        return [h for e in self.library.pool() if e.node != node.id for h in e.data]
 
     async def _extract(
         self, question: str, final: CodeActState, threshold: Any = None

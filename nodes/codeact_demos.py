@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ from sopgraph.tools.registry import Registry
 from sopgraph.tools.similar import Entry, library_specs, nearest
 from sopgraph.tools.spec import Check, trace
 from sopgraph.tools.spec.bind import Bound
+from sopgraph.tools.spec.rows import COUNTERS
 
 DEFAULT_DEMOS = 2
 MAX_TRIED = 6  # nearest specs tried for them (one needing a field this input lacks fails)
@@ -77,10 +79,12 @@ class LibraryDemos:
         return self._pool
 
     async def for_node(
-        self, node: Node, ctx: ToolContext, k: int = DEFAULT_DEMOS, scoped: bool = True
-    ) -> list[DemoRun]:
+        self, node: Node, ctx: ToolContext, k: int = DEFAULT_DEMOS, scoped: bool = True,
+        counters: bool = False,
+    ) -> list[DemoRun]:  # fmt: skip
         """Up to ``k`` demonstrations run on ``ctx``'s input (fewer when one fails to run);
-        ``scoped``: those of the check's own scope first."""
+        ``scoped``: those of the check's own scope first; ``counters``: a counter's increase
+        shown as code (``computation``)."""
         if k <= 0 or ctx.mcp is None:
             return []
         ranked = nearest(self.pool(), node.text, list(node.data), MAX_TRIED, node.id, copies=True)
@@ -89,7 +93,7 @@ class LibraryDemos:
             ranked.sort(key=lambda e: check_scope(e.text) != scope)  # stable: nearest first
         out = []
         for entry in ranked:  # the next nearest stands in for one this input cannot run
-            demo = await run_demo(entry, ctx)
+            demo = await run_demo(entry, ctx, counters)
             if demo is not None:
                 out.append(demo)
             if len(out) == k:
@@ -97,7 +101,7 @@ class LibraryDemos:
         return out
 
 
-async def run_demo(entry: Entry, ctx: ToolContext) -> DemoRun | None:
+async def run_demo(entry: Entry, ctx: ToolContext, counters: bool = False) -> DemoRun | None:
     """``entry``'s spec run on ``ctx``'s input, its MCP calls recorded; None when it fails."""
     recorder = _Recorder(ctx.mcp)
     try:
@@ -122,7 +126,7 @@ async def run_demo(entry: Entry, ctx: ToolContext) -> DemoRun | None:
         node=entry.node,
         text=with_params(entry.text, params),
         calls=calls,
-        compute=computation(check, seen, calls, ctx),
+        compute=computation(check, seen, calls, ctx, counters),
         data=list(entry.data),
         comparison=check.op,
         threshold=Bound.threshold(check.threshold, ctx),
@@ -137,11 +141,14 @@ ACROSS = {"count": "len({x})", "sum": "sum({x})", "max": "max({x})", "min": "min
           "mean": "sum({x}) / len({x})"}  # fmt: skip
 
 
-def computation(check: Check, seen: dict[str, Any], calls: list[DemoCall], ctx: Any) -> list[str]:
+def computation(
+    check: Check, seen: dict[str, Any], calls: list[DemoCall], ctx: Any, counters: bool = False
+) -> list[str]:
     """The Python that turns the demonstration's results into its value, as the spec computes
     it: a series measurement from ``series_values`` (scaled, kept, reduced across series), a
-    table one from the row that holds its number; then the value's formula. Empty when a
-    measurement is neither (the demonstration then prints every result)."""
+    table one from the row that holds its number, and with ``counters`` a counter's increase
+    (or rises) from its rows (``counter_lines``); then the value's formula. Empty when a
+    measurement is none of these (the demonstration then prints every result)."""
     lines = []
     for name, m in check.measures.items():
         if name not in seen or not isinstance(seen[name], dict):
@@ -157,6 +164,11 @@ def computation(check: Check, seen: dict[str, Any], calls: list[DemoCall], ctx: 
                 x = f"[v for v in {x} if v {m.keep.op} {Bound.threshold(m.keep.threshold, ctx):g}]"
             lines.append(f"{name} = {ACROSS[m.across].format(x=x)}")
             continue
+        if at is not None and counters and m.reduce in COUNTERS:
+            counted = counter_lines(name, m.reduce, at, calls[at - 1].result, value)
+            if counted:
+                lines += counted
+                continue
         cell = _cell(calls[at - 1].result, value) if at is not None else None
         if cell is None:
             # a ratio, an age, a counter's steps: the results are shown instead of a line the
@@ -167,6 +179,33 @@ def computation(check: Check, seen: dict[str, Any], calls: list[DemoCall], ctx: 
     lines.append(f"value = {check.value}{scale}")
     lines.append("print(value)")
     return lines
+
+
+def counter_lines(name: str, reduce: str, at: int, result: Any, value: Any) -> list[str]:
+    """The Python that sums a counter's steps from its ``(counted, value)`` rows, as the spec
+    does (``tools.kit.counter_steps``: a step down is a reset and counts the new value;
+    ``rises`` counts the steps above 0), when it computes ``value`` from ``result``; else [].
+    Measured without it (alarms 133-156): a demonstration printed a jam counter's rows (9, 9,
+    ...) and answered 0 jams; the model copied the rows and answered the counter's 5."""
+    columns = result.get("columns") if isinstance(result, dict) else None
+    if value is None or not columns or len(columns) != 2:
+        return []
+    flag, col = columns
+    step = f"step if step >= 0 else row[{col!r}]"
+    lines = [
+        f"rows = table_rows(r{at})",
+        f"{name} = 0",
+        "for before, row in zip(rows, rows[1:]):  # the first row is the baseline",
+        f"    if row[{flag!r}] and row[{col!r}] is not None and before[{col!r}] is not None:",
+        f"        step = row[{col!r}] - before[{col!r}]  # a drop is a reset: the new count",
+        f"        {name} += " + (f"({step}) > 0" if reduce == "rises" else step),
+    ]
+    namespace = {"table_rows": table_rows, f"r{at}": result}
+    try:
+        exec("\n".join(lines), namespace)  # noqa: S102 - the host's own lines, on recorded rows
+    except Exception:  # noqa: BLE001 - rows this code does not fit: the results are shown
+        return []
+    return lines if math.isclose(float(namespace[name]), float(value), abs_tol=1e-9) else []
 
 
 def _cell(result: Any, value: Any) -> str | None:

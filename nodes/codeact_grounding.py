@@ -34,6 +34,16 @@ _NOTHING = re.compile(r"\bNone\b|\bnull\b|\[\]")
 NO_RECORD = "nothing on record: not within the window"
 
 
+def answer_data(text: str) -> dict | None:
+    """The JSON object an answer ``text`` holds (from its first ``{``), or None."""
+    start = (text or "").find("{")
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text[start:]) if start >= 0 else (None, 0)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def printed_numbers(stdout: str) -> list[float]:
     """The numbers a step printed, in order (a station id's digits, ``ST03``, are not one)."""
     return [float(x) for x in _NUMBER.findall(stdout or "")]
@@ -49,12 +59,8 @@ def ground(text: str, stdout: str, code: str, percent: bool) -> tuple[str, list[
     a note for each change: a value printed nowhere becomes the one number printed (when
     exactly one was); a ratio read by ``code`` (0 to 1) against a ``percent`` check becomes a
     percentage. ``text`` unchanged when it holds no measured answer."""
-    start = (text or "").find("{")
-    try:
-        data, _ = json.JSONDecoder().raw_decode(text[start:]) if start >= 0 else (None, 0)
-    except ValueError:
-        return text, []
-    if not isinstance(data, dict) or not isinstance(data.get("observed"), int | float):
+    data = answer_data(text)
+    if data is None or not isinstance(data.get("observed"), int | float):
         return text, []
     observed, notes = float(data["observed"]), []
     printed = printed_numbers(stdout)
@@ -106,6 +112,81 @@ def hold_value(code: str) -> tuple[str, list[str]]:
     return "\n".join(lines), [
         f"print(value) added after line {end}: the value shows even if a later line fails"
     ]
+
+
+MARK = "__sopgraph_value__"
+# run after the model's code (from level 4): what ``value`` holds when the code ends
+VALUE_CAPTURE = f"\ntry:\n    print({MARK!r}, repr(value))\nexcept Exception:\n    pass\n"
+
+
+def split_value(stdout: str) -> tuple[str, float | None]:
+    """``stdout`` without ``VALUE_CAPTURE``'s line, and the number ``value`` held at the end
+    of the code (None when it held none, or no number)."""
+    kept, value = [], None
+    for line in (stdout or "").splitlines(keepends=True):
+        if line.startswith(MARK + " "):
+            try:
+                found = ast.literal_eval(line[len(MARK) + 1 :].strip())
+            except (ValueError, SyntaxError):
+                found = None
+            ok = isinstance(found, int | float) and not isinstance(found, bool)
+            value = float(found) if ok and math.isfinite(found) else None
+            continue
+        kept.append(line)
+    return "".join(kept), value
+
+
+def hold_observed(text: str, value: float) -> tuple[str, list[str]]:
+    """The answer ``text`` with its ``observed`` made the ``value`` the code ended with (or
+    that value as a percentage, ``value * 100``, when the answer says so), and a note. The
+    code measures; the answer reports. Measured (a dev run on alarm ALM-001453): code that
+    computed 0 jams, the counter's increase, and printed it last, was answered with 5, the
+    counter's reading printed in its rows above."""
+    data = answer_data(text)
+    if data is None or not isinstance(data.get("observed"), int | float):
+        return text, []
+    observed = float(data["observed"])
+    if any(math.isclose(observed, v, rel_tol=1e-3, abs_tol=1e-6) for v in (value, value * 100)):
+        return text, []
+    data["observed"] = round(value, 6)
+    return json.dumps(data), [f"observed {observed:g} is not the value the code ended with: "
+                              f"{value:g} is taken"]  # fmt: skip
+
+
+UNPRINTED = (
+    "Your answer's observed value, {observed:g}, is no number your code printed. Write code "
+    "that computes the check's value from the data and prints it (`print(value)`); then answer."
+)
+
+
+def unprinted(text: str, stdout: str) -> float | None:
+    """The answer's ``observed`` when no step printed it (nor it as a percentage of a printed
+    ratio, or the reverse), else None (from level 4, the answer is then sent back once for
+    code that prints it). Measured (alarms 133-156): code that printed four quadrants' fill
+    ratios (0.27, 0.27, 0.28) was answered with 0.97, printed nowhere, and decided "above 80%"."""
+    data = answer_data(text)
+    observed = data.get("observed") if data is not None else None
+    if not isinstance(observed, int | float) or isinstance(observed, bool):
+        return None
+    for p in printed_numbers(stdout):
+        if any(
+            math.isclose(observed, v, rel_tol=1e-3, abs_tol=1e-6) for v in (p, p * 100, p / 100)
+        ):
+            return None
+    return float(observed)
+
+
+def unmeasured(text: str) -> tuple[str, list[str]]:
+    """The answer ``text`` with no ``observed`` (so ``no_data``), and a note: after code was
+    asked for (``UNPRINTED``), it still reports a number no step printed. Measured (a dev run
+    on alarm ALM-001426): code whose query failed twice was answered with 6, the check's own
+    threshold, before and after it was sent back."""
+    data = answer_data(text)
+    if data is None or data.get("observed") is None:
+        return text, []
+    was = data["observed"]
+    data["observed"] = None
+    return json.dumps(data), [f"observed {was} is still no number the code printed: no value"]
 
 
 def no_record(text: str, stdout: str) -> tuple[str, list[str]]:

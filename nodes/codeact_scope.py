@@ -98,3 +98,38 @@ def share_problem(code: str) -> str | None:
         return (f"divides the count into a share ({ast.unparse(assign).strip()}), but the check "
                 "compares how many stations: value is the count")  # fmt: skip
     return None
+
+
+def _numerator(expr: ast.expr) -> ast.expr | None:
+    """The count a share divides (``a`` of ``a / b`` and ``a / b * 100``), or None."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
+        return expr.left
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
+        return _numerator(expr.left) or _numerator(expr.right)
+    return None
+
+
+def hold_count(code: str) -> tuple[str, list[str]]:
+    """``code`` for a count over the site's stations with its last top-level share made the
+    count it divides (``value = failing / stations * 100``: ``value = failing``), and a note
+    (from level 4, in place of sampling: ``share_problem``'s samples had repeated the share).
+    Unchanged when the share is no plain ``a / b`` (a division inside a call)."""
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:
+        return code, []
+    at = value_assignments(body, augmented=False)
+    if not at:
+        return code, []
+    assign = body[at[-1]]
+    top = _numerator(assign.value)
+    if top is None or assign.lineno != assign.end_lineno:
+        return code, []
+    lines = code.split("\n")
+    line = lines[assign.lineno - 1]
+    new = f"{line[: assign.col_offset]}value = {ast.unparse(top)}"
+    lines[assign.lineno - 1] = new
+    return "\n".join(lines), [
+        f"{ast.unparse(assign).strip()} is a share: the check counts stations, value = "
+        f"{ast.unparse(top)}"
+    ]

@@ -161,6 +161,8 @@ def code_grammar(
     metrics: dict[str, list[str]] | None = None,
     ended: bool = True,
     blocked: dict[str, list[str]] | None = None,
+    allowed: dict[str, list[str]] | None = None,
+    every: bool = False,
 ) -> str:
     """A GBNF grammar for a code reply: one ```python block whose first statement calls one of
     ``functions``: ``r1 = <function>(``. A small model then reads data instead of defining
@@ -178,17 +180,34 @@ def code_grammar(
     the demonstrations that is not the check's. Measured: three "upstream jams" checks of
     three read ``sorter_jam_events_total``, copied from two sorter-jam demonstrations, in
     every sample (docs/agents.md). Requiring the hinted name instead (anywhere before the
-    literal's end) made the model write ``LIMIT 1000...`` until its tokens ran out."""
+    literal's end) made the model write ``LIMIT 1000...`` until its tokens ran out.
+
+    ``allowed`` (a SQL function: names) holds such a function's first SQL to double-quoted
+    names among them, in place of ``blocked``: the tables that hold the check's data and
+    their columns. Measured: "at least 6 sorter chutes are full" queried a table named
+    ``conveyance_sorter_chutes_full``, which does not exist, in every sample.
+
+    ``every`` (from level 4): a PromQL function with two or more hinted metrics has its
+    reply start with one query of each, in the hints' order (``r1 = f(query='...pick_errors``
+    on one line, ``r2 = f(query='...pick_attempts`` on the next). Measured: "the pick error
+    rate is above 4.5%" read the errors alone and divided them by the threshold, in the reply
+    and its three samples, on four alarms."""
     metrics = {f: m for f, m in (metrics or {}).items() if f in functions and m}
-    blocked = {f: b for f, b in (blocked or {}).items() if f in functions and b}
-    if not metrics and not blocked:  # the grammar recorded runs replay with, unchanged
+    allowed = {f: a for f, a in (allowed or {}).items() if f in functions and a}
+    blocked = {f: b for f, b in (blocked or {}).items()
+               if f in functions and b and f not in allowed}  # fmt: skip
+    if not metrics and not blocked and not allowed:  # the grammar recorded runs replay with
         names = " | ".join(json.dumps(f) for f in sorted(functions))
         return "\n".join([
             'root ::= "```python\\n" "r1 = " fn "(" body "```"',
             f"fn ::= {names}",
             "body ::= [^`]*",
         ])  # fmt: skip
-    plain = sorted(f for f in functions if f not in metrics and f not in blocked)
+    several = next(((f, ms) for f, ms in sorted(metrics.items()) if len(ms) > 1), None)
+    if every and several is not None:
+        return _every_grammar(*several, ended)
+    plain = sorted(f for f in functions if f not in metrics and f not in blocked
+                   and f not in allowed)  # fmt: skip
     first = ['fn "("'] if plain else []
     end = " end" if ended else ""
     first += [f'{json.dumps(f)} "(query=\'" wrap ({" | ".join(json.dumps(m) for m in sorted(ms))}){end}'
@@ -197,6 +216,12 @@ def code_grammar(
     for i, (f, prefixes) in enumerate(sorted(blocked.items())):
         first.append(f'{json.dumps(f)} "(sql=\'" sql{i} "\'"')
         sql += _sql_rules(f"sql{i}", prefixes)
+    for i, (f, names) in enumerate(sorted(allowed.items()), len(blocked)):
+        first.append(f'{json.dumps(f)} "(sql=\'" sql{i} "\'"')
+        sql += [
+            f'sql{i} ::= ([^\'`"] | "\\"" sql{i}n "\\"")*',
+            f"sql{i}n ::= {' | '.join(json.dumps(n) for n in sorted(set(names)))}",
+        ]
     lines = [
         'root ::= "```python\\n" "r1 = " first body "```"',
         f"first ::= {' | '.join(first)}",
@@ -211,12 +236,33 @@ def code_grammar(
     return "\n".join(lines + sql)
 
 
+def _every_grammar(function: str, metrics: list[str], ended: bool) -> str:
+    """``code_grammar``'s ``every``: the reply's first lines query each of ``metrics`` with
+    ``function``, one a line (``r1``, ``r2``, ...), in order; the rest is free."""
+    end = " end" if ended else ""
+    reads = " ".join(
+        f'"r{i} = " {json.dumps(function)} "(query=\'" wrap {json.dumps(m)}{end} line'
+        for i, m in enumerate(metrics, 1)
+    )
+    lines = [
+        f'root ::= "```python\\n" {reads} body "```"',
+        "body ::= [^`]*",
+        'line ::= [^\\n`]* "\\n"',
+        'wrap ::= (("avg" | "min" | "max" | "sum" | "count" | "last") "_over_time(")?',
+    ]
+    if ended:
+        lines.append("end ::= [{\\[)' ]")
+    return "\n".join(lines)
+
+
 def _sql_rules(rule: str, prefixes: list[str]) -> list[str]:
     """GBNF rules for a SQL literal (no ``'``, no fence) whose double-quoted names start with
     none of ``prefixes``: a trie of them, each of its nodes a rule that goes on with any other
     character (free from there), or down the trie, never into a prefix's end."""
     trie: dict[str, Any] = {}
-    for p in sorted({p for p in prefixes if p}, key=len):  # a shorter prefix covers longer
+    # a shorter prefix covers longer; sorted in full, so the grammar (a request's cassette
+    # key) does not follow the process's string hashing
+    for p in sorted({p for p in prefixes if p}, key=lambda p: (len(p), p)):
         node: dict[str, Any] | None = trie
         for ch in p[:-1]:
             node = node.setdefault(ch, {}) if node is not None else None
@@ -229,7 +275,7 @@ def _sql_rules(rule: str, prefixes: list[str]) -> list[str]:
         nonlocal count
         name = f"{rule}n{count}"
         count += 1
-        chars = "".join(ch for ch in node if ch not in "\\]^-")
+        chars = "".join(sorted(ch for ch in node if ch not in "\\]^-"))
         alts = [f"[^'`\"{chars}] [^'`\"]*"]
         for ch, child in sorted(node.items()):
             if child is not None:
@@ -282,12 +328,48 @@ def table_rows(result):
 
 PRELUDE_FUNCTIONS = (series_values, table_rows)
 """Defined in the sandbox before the model's code runs (``prelude``), as they are here."""
+unchecked_series_values, unchecked_table_rows = series_values, table_rows
 
 
-def prelude(now: str) -> str:
-    """The code the sandbox runs before the model's: ``NOW`` and the result helpers."""
-    parts = [f"NOW = {now!r}"] + [inspect.getsource(f) for f in PRELUDE_FUNCTIONS]
-    return "\n".join(parts) + "\n"
+def checked_series_values(result):
+    """``series_values`` that refuses a table query's result (it has no series)."""
+    if isinstance(result, dict) and "columns" in result:
+        raise TypeError(
+            "series_values() reads a metric query's result; this is a table query's result: "
+            "read its rows with table_rows()"
+        )
+    return unchecked_series_values(result)
+
+
+def checked_table_rows(result):
+    """``table_rows`` that refuses a metric query's result (it has no rows)."""
+    if isinstance(result, dict) and "data" in result and "columns" not in result:
+        raise TypeError(
+            "table_rows() reads a table query's result; this is a metric query's result: "
+            "read its numbers with series_values()"
+        )
+    return unchecked_table_rows(result)
+
+
+CHECKED = (
+    "unchecked_series_values, unchecked_table_rows = series_values, table_rows\n"
+    + "".join(inspect.getsource(f) for f in (checked_series_values, checked_table_rows))
+    + "series_values, table_rows = checked_series_values, checked_table_rows\n"
+)
+"""From level 4 of ``codeact_constrained``: a helper given the other kind of result raises
+instead of returning nothing. Measured (alarms 133-156): ``table_rows`` of a metric result
+returned ``[]`` in four runs of a throughput check; the code printed "No data available" and
+the model answered a number printed nowhere."""
+
+
+# read once, at import: a source file edited while a long run goes on does not change it
+HELPERS = [inspect.getsource(f) for f in PRELUDE_FUNCTIONS]
+
+
+def prelude(now: str, checked: bool = False) -> str:
+    """The code the sandbox runs before the model's: ``NOW`` and the result helpers
+    (``checked``: helpers that refuse the other kind of result, ``CHECKED``)."""
+    return "\n".join([f"NOW = {now!r}", *HELPERS]) + "\n" + (CHECKED if checked else "")
 
 
 class DemoCall(BaseModel):

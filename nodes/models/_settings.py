@@ -94,14 +94,23 @@ class Settings(BaseSettings):
     takes none, and once no sample of a turn passes the review, later turns are not reviewed.
     False: as before 2026-11-28 (runs recorded then replay with it)."""
 
-    codeact_constrained: int = 3
+    codeact_constrained: int = 4
     """The CodeAct sub-agent is held to the metric and the time its check's text states
     (``nodes/codeact_window``): a check's code that queries a PromQL server starts with one of
     the check's hinted metrics (by grammar, on the local model); a window check's query times
     and PromQL ranges are set to the text's window; code that reads no window for a window
     check, or reads from before the alarm for "at the time of the alarm", is sent back by the
     review (with ``codeact_samples``); an age check ("within the last 8 hours") whose code
-    found nothing is ``false``. 3 (the default, 2026-11-29): besides level 2's, the first SQL
+    found nothing is ``false``. 4 (the default, 2026-11-29, evening): besides level 3's, the
+    first SQL query quotes only the tables that hold the check's data and their columns, less
+    other checks' data (by grammar, from the server's own catalog); a check of two metrics
+    reads each first (by grammar); the result helpers refuse the other kind of result; a
+    window query with one parameter more than its placeholders gets the window's end, at the
+    alarm; a share of "the planned" quantity must read it; a threshold only compared in an
+    ``if`` is not sent back; a count over the site's stations written as a share is made the
+    count (no samples); the answer reports the value the code ended with; an answer printed
+    nowhere is sent back once for code, and then measures nothing (``no_data``); a
+    demonstration of a counter shows its increase as code. 3: besides level 2's, the first SQL
     query names no data of the demonstrations that is not the check's, by grammar (three
     "upstream jams" checks had read the sorter's jams); "every reading was below" reads the
     largest reading (``max``, not ``avg``); a count over the site's stations answers the

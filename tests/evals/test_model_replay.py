@@ -113,6 +113,9 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     "triage_codeact_level2b": ("model", "triage", "--arch", "codeact"),
     # level 3 (the default since 2026-11-29, later still): alarms 133-156, never run before
     "triage_codeact_level3_more7": ("model", "triage", "--arch", "codeact", "--skip", "132"),
+    # and the 12-alarm sample (its replay had missed under some string-hash seeds: the blocked
+    # names' grammar followed the hashing until 2026-11-29, evening)
+    "triage_codeact_level3b": ("model", "triage", "--arch", "codeact"),
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 # what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
@@ -124,7 +127,7 @@ GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampl
 # every check of 2026-11-29 (metric and times held), sampled: level 1 of the setting
 CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
 LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # level 2 of the setting
-LEVEL3 = {"triage_codeact_level3_more7"}  # level 3
+LEVEL3 = {"triage_codeact_level3_more7", "triage_codeact_level3b"}  # level 3
 PART = {
     "triage_codeact_scoped_more3": 5,
     "triage_codeact_grounded_more4": 5,

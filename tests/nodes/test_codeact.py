@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -554,7 +555,9 @@ async def test_once_no_sample_of_a_turn_passes_later_turns_are_not_reviewed(pool
     other = USES_THRESHOLD.replace("> 25", ">= 25")  # a second reply with the same problem
     model = _model(*[USES_THRESHOLD] * 4, other, TYPED_TRUE)
     node = _node()
-    outcome = await CodeActExecutor(model=model, samples=3).decide(node, _ctx(node, pool))
+    # level 3: from level 4 an answer printed nowhere is sent back once more (its own test)
+    executor = CodeActExecutor(model=model, samples=3, constrained=3)
+    outcome = await executor.decide(node, _ctx(node, pool))
     # turn 1: the reply and its 3 samples fail the review; its code ran and printed no number,
     # so the value was asked for; turn 2's reply ran as it is, not sampled again
     (record,) = outcome.detail["resampled"]
@@ -690,3 +693,143 @@ async def test_a_window_checks_code_runs_over_the_window_its_text_states(pool):
     off = await CodeActExecutor(model=_model(copied, TYPED_TRUE), samples=3,
                                 constrained=False).decide(node, _ctx(node, pool))  # fmt: skip
     assert "held" not in off.detail and "x[30m]" in off.detail["code"][0]["code"]
+
+
+def test_level_4_review_sends_back_code_that_reads_one_of_two_hinted_metrics():
+    from sopgraph.nodes.codeact import CodeActRun, review
+    from sopgraph.prompts.codeact import FunctionSpec
+
+    schema = {"properties": {"query": {"type": "string"}}}
+    specs = {"robotics_execute_query": FunctionSpec(name="robotics_execute_query",
+                                                    server="robotics", tool="execute_query",
+                                                    input_schema=schema)}  # fmt: skip
+    hints = ("robotics.pick_errors", "robotics.pick_attempts")
+    run = CodeActRun(_model(), dict.fromkeys(specs), specs, None, hints=hints, constrained=4)
+    errors = "r1 = robotics_execute_query(query='sum_over_time(pick_errors[30m])')\nvalue = 1"
+    assert review(errors, run) == (
+        "reads pick_errors but not pick_attempts: the check's value needs each of its data "
+        "(pick_errors, pick_attempts)"
+    )
+    both = errors + "\nr2 = robotics_execute_query(query='sum_over_time(pick_attempts[30m])')"
+    assert review(both, run) is None
+    # level 3 (the runs recorded with it replay) does not ask for both
+    run.constrained = 3
+    assert review(errors, run) is None
+
+
+def test_level_4_prelude_helpers_refuse_the_other_kind_of_result():
+    from sopgraph.prompts.codeact import prelude
+
+    metric = {"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {}, "value": [0, "2.5"]}]}}  # fmt: skip
+    table = {"columns": ["a"], "rows": [[1]]}
+    checked: dict = {}
+    exec(prelude("2025-03-19T04:38:56Z", checked=True), checked)  # noqa: S102
+    assert checked["series_values"](metric) == [2.5]
+    assert checked["table_rows"](table) == [{"a": 1}]
+    with pytest.raises(TypeError, match=r"read its numbers with series_values\(\)"):
+        checked["table_rows"](metric)
+    with pytest.raises(TypeError, match=r"read its rows with table_rows\(\)"):
+        checked["series_values"](table)
+    # level 3's prelude is the one its runs were recorded with: the other kind reads as nothing
+    plain: dict = {}
+    exec(prelude("2025-03-19T04:38:56Z"), plain)  # noqa: S102
+    assert plain["table_rows"](metric) == [] and plain["series_values"](table) == []
+    assert "checked" not in prelude("2025-03-19T04:38:56Z")
+
+
+def test_level_4_review_sends_back_a_share_of_plan_that_reads_no_plan():
+    from sopgraph.nodes.codeact import CodeActRun, review, unread_reference
+
+    text = (
+        "Pack-out is understaffed: the headcount present this hour is below 80% of the "
+        "planned headcount."
+    )
+    present = ("r1 = ops_execute_query(sql='SELECT \"present_headcount\" FROM \"staffing\"')\n"
+               "value = table_rows(r1)[0]['present_headcount']")  # fmt: skip
+    assert unread_reference(present, text) == (
+        "reads no planned headcount: the check is a share of the planned headcount, so read it "
+        "too (a name with 'plan' in it) and divide"
+    )
+    both = present.replace('"present_headcount"', '"present_headcount", "planned_headcount"')
+    assert unread_reference(both, text) is None
+    ratio = "Upstream feed ran below 50% of its planned rate."
+    assert unread_reference("r1 = q(sql='SELECT avg(\"upstream_rate_ratio\")')", ratio) is None
+    assert "rated throughput" in unread_reference(
+        "r1 = q('x')", "below 70% of its rated throughput"
+    )
+    assert unread_reference(present, "More than 10% of packages recirculated.") is None
+    run = CodeActRun(_model(), {"ops_execute_query": None}, {}, None, hints=("ops.staffing",),
+                     constrained=4, text=text)  # fmt: skip
+    assert review(present, run).startswith("reads no planned headcount")
+    run.constrained = 3  # the runs recorded at level 3 replay without it
+    assert review(present, run) is None
+
+
+def _measured(observed: float) -> str:
+    return f'{{"observed": {observed}, "comparison": ">", "threshold": 25, "explanation": "x"}}'
+
+
+TWO_NUMBERS = (
+    "```python\nr = robotics_execute_query(metric='station_idle_pct', site='FC1')\n"
+    "print(r['value'], 7)\n```"
+)
+
+
+@shared_loop
+async def test_level_4_an_answer_printed_nowhere_is_sent_back_once_for_code(pool):
+    model = _model(TWO_NUMBERS, MADE_UP, QUERY, _measured(31.2))
+    node = _node()
+    outcome = await CodeActExecutor(model, samples=0, constrained=4).decide(node, _ctx(node, pool))
+    # 0.43 was printed nowhere (31.2 and 7 were): code that prints the value, then the answer
+    assert outcome.verdict.value == "true" and outcome.verdict.observed == 31.2
+    assert "is no number your code printed" in model.seen[2][-1].content
+    assert [step["stdout"] for step in outcome.detail["code"]] == ["31.2 7\n", "31.2\n"]
+    # once: the code asked for printed other numbers, and the answer is 0.43 again
+    again = _model(TWO_NUMBERS, MADE_UP, QUERY.replace("print(r['value'])", "print(3, 4)"),
+                   MADE_UP)  # fmt: skip
+    outcome = await CodeActExecutor(again, samples=0, constrained=4).decide(node, _ctx(node, pool))
+    # a second time: no value was measured (no_data), with the host's note
+    assert outcome.verdict.value == "no_data" and outcome.verdict.observed is None
+    assert len(again.seen) == 4 and "still no number" in outcome.detail["grounded"][-1]
+    # level 3 (its runs replay): the first answer stands
+    level3 = _model(TWO_NUMBERS, MADE_UP)
+    outcome = await CodeActExecutor(level3, samples=0, constrained=3).decide(node, _ctx(node, pool))
+    assert outcome.verdict.observed == 0.43 and len(level3.seen) == 2
+
+
+@shared_loop
+async def test_level_4_the_answer_reports_the_value_the_code_ended_with(pool):
+    code = ("```python\nr = robotics_execute_query(metric='station_idle_pct', site='FC1')\n"
+            "print(r['value'])\nvalue = r['value'] - 21.2\nprint(value)\n```")  # fmt: skip
+    node = _node()
+    model = _model(code, _measured(31.2))  # the reading, not the value computed from it
+    outcome = await CodeActExecutor(model, samples=0, constrained=4).decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "false" and outcome.verdict.observed == 10.0
+    assert outcome.detail["code"][0]["value"] == 10.0
+    # the capture's line is the host's: neither the model nor the trace sees it
+    assert outcome.detail["code"][0]["stdout"] == "31.2\n10.0\n"
+    assert "__sopgraph_value__" not in model.seen[1][-1].content
+    level3 = _model(code, _measured(31.2))
+    outcome = await CodeActExecutor(level3, samples=0, constrained=3).decide(node, _ctx(node, pool))
+    assert outcome.verdict.value == "true" and "value" not in outcome.detail["code"][0]
+
+
+def test_level_4_review_lets_a_threshold_that_is_only_compared_in_an_if_run():
+    from sopgraph.nodes.codeact import CodeActRun, computes_with, review, threshold_to_avoid
+
+    text = "The station was idle more than 25% of the time."
+    verdict = ("r1 = q(query='station_idle_pct')\nidle = sum(series_values(r1))\n"
+               "threshold = 25\nif idle > threshold:\n    print('true')\nelse:\n    print('false')")  # fmt: skip
+    inline = "r1 = q(query='station_idle_pct')\nprint('true' if r1 > 25 else 'false')"
+    arithmetic = "r1 = q(query='pick_errors')\nthreshold = 25\nvalue = r1 / threshold * 100"
+    counted = "r1 = q(query='station_idle_pct')\nvalue = len([v for v in r1 if v > 25])"
+    assert not computes_with(ast.parse(verdict), 25) and not computes_with(ast.parse(inline), 25)
+    assert computes_with(ast.parse(arithmetic), 25) and computes_with(ast.parse(counted), 25)
+    run = CodeActRun(_model(), {"q": None}, {}, None, hints=("robotics.station_idle_pct",),
+                     stated=(">", 25.0), avoid=threshold_to_avoid((">", 25.0), text), constrained=4)  # fmt: skip
+    assert review(verdict, run) is None
+    assert "threshold 25" in review(arithmetic.replace("pick_errors", "station_idle_pct"), run)
+    assert "threshold 25" in review(counted, run)
+    run.constrained = 3  # level 3 sends any use back, as its runs were recorded
+    assert "threshold 25" in review(verdict, run)

@@ -90,3 +90,57 @@ def test_a_spread_demonstration_counts_the_series_it_keeps():
     namespace = {"series_values": series_values, "r1": result}
     exec("\n".join(lines[:-1]), namespace)  # the demonstration's code computes the spec's value
     assert namespace["value"] == 1
+
+
+def test_a_counter_demonstration_shows_its_increase_as_code():
+    from sopgraph.nodes.codeact_demos import computation, counter_lines
+    from sopgraph.prompts.codeact import DemoCall, table_rows
+    from sopgraph.tools.kit import counter_steps
+    from sopgraph.tools.spec import Check, Measure
+
+    check = Check(
+        measures={"jams": Measure(server="conveyance", table="conveyance_5m",
+                                  column="sorter_jam_events_total", where={"site": "$site"},
+                                  time_column="five_minute_interval", minutes=30, edge="(]",
+                                  reduce="increase")},
+        value="jams", op=">=", threshold="jam_min",
+    )  # fmt: skip
+    flag = "(five_minute_interval > $1)"
+    rows = [[False, 9], [True, 9], [True, 11], [True, None], [True, 12], [True, 2], [True, 5]]
+    result = {"columns": [flag, "sorter_jam_events_total"], "rows": rows}
+    want = float(sum(counter_steps(rows)))  # 2, then a reset: 2, then 3
+    assert want == 7
+    sql = 'SELECT "five_minute_interval" > ?, "sorter_jam_events_total" FROM "conveyance_5m"'
+    calls = [DemoCall(function="conveyance_execute_query", args={"sql": sql}, result=result)]
+    seen = {"jams": {"value": want, "query": sql}}
+    lines = computation(check, seen, calls, None, counters=True)
+    assert lines[0] == "rows = table_rows(r1)" and lines[-2:] == ["value = jams", "print(value)"]
+    namespace = {"table_rows": table_rows, "r1": result}
+    exec("\n".join(lines[:-1]), namespace)  # noqa: S102 - the demonstration computes the spec's
+    assert namespace["value"] == want
+    # rises: the number of steps above 0
+    rises = counter_lines("n", "rises", 1, result, 3.0)
+    namespace = {"table_rows": table_rows, "r1": result}
+    exec("\n".join(rises), namespace)  # noqa: S102
+    assert namespace["n"] == 3  # 0, 2, 2 (a reset), 3
+    # lines that would not reach the spec's value are not shown; nor before level 4
+    assert counter_lines("jams", "increase", 1, result, 8.0) == []
+    assert counter_lines("jams", "increase", 1, result, None) == []
+    assert computation(check, seen, calls, None) == []
+
+
+async def test_the_sql_servers_catalog_is_read_from_their_listing_tools(fc_home, monkeypatch):  # noqa: F811
+    from types import SimpleNamespace
+
+    from sopgraph.nodes.mcp_functions import McpFunctions
+
+    monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
+    functions = McpFunctions()
+    async with McpPool(load_server_configs(SOP_DIR)) as pool:
+        ctx = SimpleNamespace(mcp=pool)
+        conveyance = await functions.tables(ctx, "conveyance")
+        ops = await functions.tables(ctx, "ops")
+        robotics = await functions.tables(ctx, "robotics")  # a PromQL server lists no tables
+    assert "sorter_chutes_full" in conveyance["conveyance_5m"]
+    assert {"present_headcount", "planned_headcount"} <= set(ops["staffing"])
+    assert robotics == {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 from sopgraph.nodes.codeact_grounding import ground, printed_numbers, states_percent
@@ -95,3 +97,42 @@ def test_the_value_is_held_only_from_level_2():
     assert hold_code(run(1), reply) == (reply, [])
     text, notes = hold_code(run(2), reply)
     assert "value = fail\nprint(value)\n" in text and len(notes) == 1
+
+
+def test_level_4_the_answer_reports_the_value_the_code_ended_with():
+    from sopgraph.nodes.codeact_grounding import MARK, VALUE_CAPTURE, hold_observed, split_value
+
+    shown, value = split_value(f"[{{'jams': 5}}]\n0\n{MARK} 0\n")
+    assert (shown, value) == ("[{'jams': 5}]\n0\n", 0.0)
+    assert split_value(f"x\n{MARK} None\n") == ("x\n", None)
+    assert split_value(f"{MARK} 'high'\n") == ("", None)
+    assert split_value("no mark\n") == ("no mark\n", None)
+    # the capture runs after the code, and says nothing when there is no value
+    for code, want in (("value = 3 * 2", 6.0), ("x = 1", None), ("value = float('nan')", None)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(code + VALUE_CAPTURE, {})  # noqa: S102 - the test's own code
+        assert split_value(out.getvalue())[1] == want
+    answer = '{"observed": 5, "comparison": ">=", "threshold": 3, "explanation": "x"}'
+    held, notes = hold_observed(answer, 0.0)
+    assert json.loads(held)["observed"] == 0 and notes == [
+        "observed 5 is not the value the code ended with: 0 is taken"
+    ]
+    # the same value, or it as a percentage: unchanged
+    assert hold_observed(answer, 5.0) == (answer, [])
+    assert hold_observed(answer, 0.05) == (answer, [])
+    assert hold_observed("no json", 1.0) == ("no json", [])
+
+
+def test_an_answer_still_printed_nowhere_measures_nothing():
+    from sopgraph.nodes.codeact_grounding import unmeasured, unprinted
+
+    answer = '{"observed": 6, "comparison": ">=", "threshold": 6, "explanation": "x"}'
+    assert unprinted(answer, "") == 6.0 and unprinted(answer, "[{'n': 6}]") is None
+    assert unprinted(answer, "0.06") is None and unprinted(answer, "600") is None  # percent
+    held, notes = unmeasured(answer)
+    assert json.loads(held)["observed"] is None and notes == [
+        "observed 6 is still no number the code printed: no value"
+    ]
+    assert unmeasured('{"observed": null}') == ('{"observed": null}', [])
+    assert unprinted('{"observed": null}', "") is None and unprinted("text", "") is None

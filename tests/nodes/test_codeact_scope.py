@@ -97,3 +97,28 @@ def test_the_review_sends_a_share_back_from_level_3():
 
     assert review(SHARE, run(3)).startswith("divides the count into a share")
     assert review(SHARE, run(2)) is None
+
+
+def test_level_4_the_host_makes_a_spreads_share_the_count_it_divides():
+    from sopgraph.nodes.codeact import CodeActRun, hold_code
+    from sopgraph.nodes.codeact_scope import hold_count
+
+    held, notes = hold_count(SHARE)
+    assert "\nvalue = failing\nprint(value)" in held and held.count("failing / stations") == 0
+    assert notes == [
+        "value = failing / stations is a share: the check counts stations, value = failing"
+    ]
+    times = SHARE.replace("failing / stations", "failing / stations * 100")
+    assert "\nvalue = failing\n" in hold_count(times)[0]
+    indented = "if True:\n    value = failing / stations\n"
+    assert hold_count(indented) == (indented, [])  # only a top-level value
+    for unchanged in ("value = failing", "value = len(x) / 2 if x else 0", "value = (", "x = 1"):
+        assert hold_count(unchanged) == (unchanged, [])
+    # through the executor's holds: from level 4, for a spread check only
+    text = f"```python\n{SHARE}\n```"
+    run = CodeActRun(None, {}, {}, None, scope="spread", constrained=4)
+    assert "\nvalue = failing\n" in hold_code(run, text)[0]
+    run.constrained = 3
+    assert hold_code(run, text)[0] == text
+    run.constrained, run.scope = 4, "station"
+    assert hold_code(run, text)[0] == text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -318,3 +319,139 @@ def test_the_extreme_is_held_from_level_3():
     held, notes = hold_code(run(3), reply)
     assert 'max("upstream_rate_ratio")' in held and notes
     assert hold_code(run(2), reply) == (reply, [])
+
+
+def test_a_window_query_with_one_parameter_more_gets_its_end_at_the_alarm():
+    from sopgraph.nodes.codeact_window import bound_window
+
+    now = cw.parse_time("2025-03-19T03:45:43Z")
+    code = (
+        'r1 = conveyance_execute_query(sql=\'SELECT avg("upstream_rate_ratio") FROM '
+        '"conveyance_5m" WHERE "site" = ? AND "five_minute_interval" > ?\', '
+        "params=['ONT8', '2025-03-19 03:30:43', '2025-03-19 03:40:00'])\nprint(table_rows(r1))"
+    )
+    held, notes = bound_window(code, {"conveyance_execute_query"}, now)
+    assert '"five_minute_interval" > ? AND "five_minute_interval" <= ?\'' in held
+    assert "params=['ONT8', '2025-03-19 03:30:43', '2025-03-19 03:45:43'])" in held
+    assert held.endswith("\nprint(table_rows(r1))") and len(notes) == 2
+    ast.parse(held)
+    # an end already at the alarm stays; only the placeholder is added
+    at_alarm = code.replace("03:40:00", "03:45:00")
+    held, notes = bound_window(at_alarm, {"conveyance_execute_query"}, now)
+    assert "'2025-03-19 03:45:00'])" in held and len(notes) == 1
+    # nothing to add: placeholders that fit, a last placeholder that is no lower bound, a
+    # last parameter that is no time, or a function that takes no SQL
+    fits = code.replace(", '2025-03-19 03:40:00'", "")
+    assert bound_window(fits, {"conveyance_execute_query"}, now) == (fits, [])
+    site_last = code.replace("\"site\" = ? AND \"five_minute_interval\" > ?",
+                             "\"five_minute_interval\" > ? AND \"site\" = ?")  # fmt: skip
+    assert bound_window(site_last, {"conveyance_execute_query"}, now)[1] == []
+    not_time = code.replace("'2025-03-19 03:40:00'", "'BFI4'")
+    assert bound_window(not_time, {"conveyance_execute_query"}, now)[1] == []
+    assert bound_window(code, {"robotics_execute_query"}, now) == (code, [])
+    assert bound_window("r1 = (", {"conveyance_execute_query"}, now) == ("r1 = (", [])
+
+
+# alarm ALM-001426 (live, 2026-11-29): "at least 6 sorter chutes are currently reported full"
+# queried a table that does not exist, in every reply
+INVENTED = 'SELECT "site" FROM "conveyance_sorter_chutes_full" WHERE "timestamp" > ?'
+TABLES = {"conveyance": {
+    "conveyance_5m": ["site", "five_minute_interval", "sorter_chutes_full",
+                      "sorter_jam_events_total", "belt_nw_fill_ratio"],
+    "sorter_events": ["site", "at", "kind"],
+}}  # fmt: skip
+
+
+def test_a_sql_query_quotes_only_the_names_of_the_tables_holding_the_checks_data():
+    import llama_cpp
+
+    from sopgraph.nodes.codeact import allowed_names
+
+    specs = {**SPECS, "conveyance_execute_query": _spec("conveyance_execute_query",
+                                                         "conveyance", ["sql", "params"])}  # fmt: skip
+    demos = [_demo("obs_sorter_jams", ["conveyance.sorter_jam_events_total"], SORTER)]
+    allowed = allowed_names(specs, ["conveyance.sorter_chutes_full"], demos, TABLES)
+    # the table holding the hinted column and its columns, less the demonstration's other data
+    assert allowed == {"conveyance_execute_query": [
+        "belt_nw_fill_ratio", "conveyance_5m", "five_minute_interval", "site",
+        "sorter_chutes_full"]}  # fmt: skip
+    grammar = code_grammar(list(specs), {}, allowed=allowed)
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp accepts it
+    held = _gbnf_regex(grammar)
+    reply = "```python\nr1 = conveyance_execute_query(sql='{sql}', params=['BFI4'])\nprint(r1)\n```"
+    assert not held.fullmatch(reply.format(sql=INVENTED))
+    assert not held.fullmatch(reply.format(sql=SORTER))
+    right = INVENTED.replace("conveyance_sorter_chutes_full", "conveyance_5m")
+    assert held.fullmatch(reply.format(sql=right.replace('"timestamp"', '"five_minute_interval"')))
+    assert not held.fullmatch(reply.format(sql=right))  # no column "timestamp"
+    # a family hint (every word of it) and a table hint choose their tables too
+    family = allowed_names(specs, ["conveyance.belt_fill"], [], TABLES)["conveyance_execute_query"]
+    assert "conveyance_5m" in family and "sorter_events" not in family
+    table = allowed_names(specs, ["conveyance.sorter_events"], [], TABLES)
+    assert table == {"conveyance_execute_query": ["at", "kind", "site", "sorter_events"]}
+    # no catalog, or a hint it does not hold: nothing is held (the blocked prefixes stay)
+    assert allowed_names(specs, ["conveyance.sorter_chutes_full"], demos, {}) == {}
+    assert allowed_names(specs, ["conveyance.no_such_thing"], demos, TABLES) == {}
+
+
+def test_the_blocked_trie_does_not_follow_the_string_hashing():
+    """A request's cassette key holds its grammar: the same prefixes, the same grammar in every
+    process (a replay of the 12-alarm level-3 run had missed under some hash seeds)."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("from sopgraph.prompts.codeact import code_grammar\n"
+              "print(code_grammar(['q'], blocked={'q': ['so', 'st', 'to', 'ti', 'up_t', 'o']}))")  # fmt: skip
+    grammars = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        grammars.add(out.stdout)
+    assert len(grammars) == 1
+    (grammar,) = grammars
+    assert "[^'`\"ostu] [^'`\"]*" in grammar  # a node's characters, sorted
+
+
+def test_the_other_nodes_data_of_the_same_table_is_not_quoted():
+    from sopgraph.nodes.codeact import allowed_names
+
+    specs = {"conveyance_execute_query": _spec("conveyance_execute_query", "conveyance",
+                                               ["sql", "params"]),
+             "ops_execute_query": _spec("ops_execute_query", "ops", ["sql", "params"])}  # fmt: skip
+    tables = {**TABLES, "ops": {"equipment_states": ["site", "equipment_id", "state"]}}
+    others = ["conveyance.sorter_jam_events_total", "conveyance.belt_fill",
+              "ops.equipment_states.state"]  # fmt: skip
+    jams = allowed_names(specs, ["conveyance.sorter_chutes_full"], [], tables, others)
+    assert jams == {"conveyance_execute_query": ["conveyance_5m", "five_minute_interval", "site",
+                                                 "sorter_chutes_full"]}  # fmt: skip
+    # a table the check names keeps every column, another node's lookup column included
+    states = allowed_names(specs, ["ops.equipment_states"], [], tables, others)
+    assert states == {"ops_execute_query": ["equipment_id", "equipment_states", "site", "state"]}
+    # the check's own family hint is never taken away by another node's
+    belts = allowed_names(specs, ["conveyance.belt_fill"], [], tables, others)
+    assert "belt_nw_fill_ratio" in belts["conveyance_execute_query"]
+
+
+def test_level_4_a_check_of_two_metrics_reads_each_by_grammar():
+    import llama_cpp
+
+    metrics = hinted_metrics(SPECS, ["robotics.pick_errors", "robotics.pick_attempts"])
+    grammar = code_grammar(list(SPECS), metrics, every=True)
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp accepts it
+    held = _gbnf_regex(grammar)
+    q = "robotics_execute_query(query='sum_over_time({m}{{station=\"ST08\"}}[30m])', time=NOW)"
+    both = f"```python\nr1 = {q.format(m='pick_errors')}\nr2 = {q.format(m='pick_attempts')}\n"
+    assert held.fullmatch(both + "value = sum(series_values(r1)) / sum(series_values(r2))\n```")
+    # measured: the errors alone, divided by the threshold
+    alone = f"```python\nr1 = {q.format(m='pick_errors')}\nvalue = r1 / 4.5 * 100\n```"
+    assert not held.fullmatch(alone)
+    swapped = (
+        f"```python\nr1 = {q.format(m='pick_attempts')}\nr2 = {q.format(m='pick_errors')}\n```"
+    )
+    assert not held.fullmatch(swapped)
+    # one hinted metric, or level 3: the grammar as before
+    one = hinted_metrics(SPECS, ["robotics.pick_errors"])
+    assert code_grammar(list(SPECS), one, every=True) == code_grammar(list(SPECS), one)
+    assert held.pattern != _gbnf_regex(code_grammar(list(SPECS), metrics)).pattern
