@@ -116,6 +116,8 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     # and the 12-alarm sample (its replay had missed under some string-hash seeds: the blocked
     # names' grammar followed the hashing until 2026-11-29, evening)
     "triage_codeact_level3b": ("model", "triage", "--arch", "codeact"),
+    # level 4 (the default since 2026-11-29, evening): alarms 157-180, never run before
+    "triage_codeact_level4_more8": ("model", "triage", "--arch", "codeact", "--skip", "156"),
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 # what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
@@ -128,6 +130,7 @@ GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampl
 CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
 LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # level 2 of the setting
 LEVEL3 = {"triage_codeact_level3_more7", "triage_codeact_level3b"}  # level 3
+LEVEL4 = {"triage_codeact_level4_more8"}  # level 4
 PART = {
     "triage_codeact_scoped_more3": 5,
     "triage_codeact_grounded_more4": 5,
@@ -136,10 +139,13 @@ PART = {
     "triage_codeact_level2_more6": 5,
     "triage_codeact_level2b": 4,
 }  # CI's time (under 30 minutes in all): the first N alarms of a long run
-REPLAYED = 4  # and of every other run (2026-11-29: CI took 1749 s of its 1800 with all 12)
+REPLAYED = 3  # and of every other run (2026-11-29: CI took 1749 s of its 1800 with all 12,
+# 1595 s with 4; 3 since the evening's two more runs)
 
 
 def _codeact_settings(name: str) -> dict[str, str]:
+    if name in LEVEL4:
+        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "4"}
     if name in LEVEL3:
         return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "3"}
     if name in LEVEL2:
