@@ -118,6 +118,7 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     "triage_codeact_level3b": ("model", "triage", "--arch", "codeact"),
     # level 4 (the default since 2026-11-29, evening): alarms 157-180, never run before
     "triage_codeact_level4_more8": ("model", "triage", "--arch", "codeact", "--skip", "156"),
+    "triage_codeact_level4b": ("model", "triage", "--arch", "codeact"),  # the 12-alarm sample
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 # what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
@@ -130,7 +131,7 @@ GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampl
 CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
 LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # level 2 of the setting
 LEVEL3 = {"triage_codeact_level3_more7", "triage_codeact_level3b"}  # level 3
-LEVEL4 = {"triage_codeact_level4_more8"}  # level 4
+LEVEL4 = {"triage_codeact_level4_more8", "triage_codeact_level4b"}  # level 4
 PART = {
     "triage_codeact_scoped_more3": 5,
     "triage_codeact_grounded_more4": 5,
