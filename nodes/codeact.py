@@ -82,6 +82,7 @@ from sopgraph.nodes.codeact_window import (
     hold_window,
     open_window,
     parse_time,
+    parsed,
     reads_window,
     states_moment,
     time_problem,
@@ -235,13 +236,6 @@ def hinted_names(hints: tuple[str, ...] | list[str]) -> list[str]:
     return names
 
 
-def _parsed(code: str) -> ast.AST | None:
-    try:
-        return ast.parse(code)
-    except SyntaxError:
-        return None
-
-
 def _numbers(tree: ast.AST) -> set[float]:
     return {float(n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant)
             and isinstance(n.value, int | float) and not isinstance(n.value, bool)}  # fmt: skip
@@ -279,7 +273,7 @@ def review(code: str, run: CodeActRun) -> str | None:
     states (``codeact_scope.scope_problem``: the alarmed station, or every station of the
     site), and it must not hold ``run.avoid`` (``threshold_to_avoid``). Code that does not
     parse runs, and its error goes back."""
-    tree = _parsed(code)
+    tree = parsed(code)
     if tree is None:
         return None
     names = hinted_names(run.hints)

@@ -138,7 +138,7 @@ def bound_window(code: str, functions: set[str], now: datetime) -> tuple[str, li
     which is ``now`` (the window ends at the alarm); a note for each. Measured (alarms 133-156): the model wrote three parameters for two
     placeholders, and the samples drawn after the review dropped the end, reading every row
     after the window's start (92% where the window's 15 minutes were below 50%)."""
-    tree = _tree(code)
+    tree = parsed(code)
     if tree is None:
         return code, []
     edits, notes = [], []
@@ -178,7 +178,8 @@ def bound_window(code: str, functions: set[str], now: datetime) -> tuple[str, li
     return "".join(lines), notes
 
 
-def _tree(code: str) -> ast.AST | None:
+def parsed(code: str) -> ast.AST | None:
+    """``code``'s syntax tree, or None when it does not parse."""
     try:
         return ast.parse(code)
     except SyntaxError:
