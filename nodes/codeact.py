@@ -75,10 +75,12 @@ from sopgraph.nodes.codeact_scope import (
 )
 from sopgraph.nodes.codeact_window import (
     SQL,
+    bound_moment,
     bound_window,
     check_extreme,
     check_window,
     hold_extreme,
+    hold_moment,
     hold_window,
     open_window,
     parse_time,
@@ -215,13 +217,15 @@ class CodeActRun:
     percent: bool = False  # the check's text states its threshold as a percentage
     grounded: bool = False  # the answer held to what the code printed (``codeact_grounding``)
     # the times the check's text states (``codeact_window``), held when ``constrained``: the
-    # setting's level (``Settings.codeact_constrained``: 0 to 4)
+    # setting's level (``Settings.codeact_constrained``: 0 to 5)
     constrained: int = 0
     now: datetime | None = None  # the input's time
     window: int | None = None  # seconds of the window ending at ``now`` the text states
     counted: bool = False  # the code must read that window itself (not an age: "within")
     moment: bool = False  # the text is about the alarm's moment
     extreme: str | None = None  # the reading a bound on every reading holds (``max``, ``min``)
+    # the SQL servers' catalogs (server -> table -> columns), read from level 4
+    catalog: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     text: str = ""  # the check's text, its parameters filled in
 
 
@@ -285,7 +289,8 @@ def review(code: str, run: CodeActRun) -> str | None:
         unread = unread_reference(code, run.text)
     if unread is not None:
         return unread
-    scoped = scope_problem(code, run.scope, run.station) if reads else None
+    scoped = (scope_problem(code, run.scope, run.station, devices=run.constrained >= 5)
+              if reads else None)  # fmt: skip
     if scoped is None and run.constrained == 3 and run.scope == "spread" and reads:
         scoped = share_problem(code)  # from level 4 the host makes it the count (hold_count)
     if scoped is not None:
@@ -518,6 +523,7 @@ def allowed_names(
     demos: list[DemoRun],
     tables: dict[str, dict[str, list[str]]],
     others: list[str] | None = None,
+    lookup: str | None = None,
 ) -> dict[str, list[str]]:
     """What a SQL function's first query may quote (``code_grammar``'s ``allowed``, from
     level 4): the tables of its server (``tables``: server -> table -> columns) that hold the
@@ -527,7 +533,12 @@ def allowed_names(
     ``others`` name (the ``server.column`` hints of the SOP's other nodes: another quantity
     of the same table). A function whose server holds no hinted name is left out. Measured
     (a dev run on alarm ALM-001425): "upstream conveyance recorded at least 3 jams" read
-    ``sorter_throughput_ratio``, a column of the same table, in its reply and all samples."""
+    ``sorter_throughput_ratio``, a column of the same table, in its reply and all samples.
+    With ``lookup`` (a column name, ``station``; from level 5, for a station check), the
+    tables holding that column are allowed too, with their columns: where the check's device
+    is looked up by its station. Measured (alarm ALM-001473, level 4): the demonstrations'
+    first query looks the robot up in ``stations``, which the grammar left out, and the model
+    wrote ``FROM "equipment_id"`` (no such table) in its reply and every sample."""
     own = hinted_names(hints)
     theirs = [n for d in demos for n in hinted_names(d.data) if n not in own]
     theirs += [h.split(".")[1] for h in others or [] if h.count(".") == 1
@@ -546,6 +557,9 @@ def allowed_names(
         for table, cols in chosen.items():
             allowed |= {c for c in cols if table in whole or any(_mentions(c, n) for n in named)
                         or not any(_mentions(c, t) for t in theirs)}  # fmt: skip
+        for table, cols in catalog.items() if chosen and lookup else ():
+            if lookup in cols:
+                allowed |= {table, *cols}
         if chosen:
             out[name] = sorted(allowed)
     return out
@@ -554,7 +568,8 @@ def allowed_names(
 def hold_code(run: CodeActRun, text: str) -> tuple[str, list[str]]:
     """``text`` with the code it holds kept to the window the check's text states
     (``codeact_window.hold_window``; from level 4 a window's missing end given back first,
-    ``bound_window``) and, from level 2 of ``constrained`` with ``grounded``,
+    ``bound_window``), a moment check's times held to the moment (from level 5,
+    ``hold_moment`` and ``bound_moment``) and, from level 2 of ``constrained`` with ``grounded``,
     its value printed where it is computed (``codeact_grounding.hold_value``); a note for each
     change."""
     code = extract_code(text) if run.constrained else None
@@ -567,6 +582,12 @@ def hold_code(run: CodeActRun, text: str) -> tuple[str, list[str]]:
     if run.now and run.window:
         held, more = hold_window(held, run.now, run.window)
         notes = [*notes, *more]
+    if run.constrained >= 5 and run.now and run.moment and not run.window:
+        held, more = hold_moment(held, run.now)
+        sql = {name for name, spec in run.specs.items() if _takes_sql(spec)}
+        columns = {c for cat in run.catalog.values() for cols in cat.values() for c in cols}
+        held, most = bound_moment(held, sql, columns if run.catalog else None)
+        notes = [*notes, *more, *most]
     if run.constrained >= 2 and run.grounded:
         held, more = hold_value(held)
         notes = [*notes, *more]
@@ -820,6 +841,27 @@ async def act(state: CodeActState, runtime: Runtime[CodeActRun]) -> dict[str, An
     }
 
 
+_MISSING = re.compile(r"\b(\w+)\.\w+ failed:.*?no such (table|column): ([\w.]+)", re.S)
+
+
+def catalog_hint(error: str, catalog: dict[str, dict[str, list[str]]]) -> str:
+    """A line naming what a SQL server holds, for an ``error`` that names a table or column it
+    does not (from level 5; empty when the error is another or the server's catalog is
+    unknown). Measured (alarms 157-180, level 4): "no such table: equipment_id" (a column
+    queried as a table) went back bare, and the model ran the same query again."""
+    found = _MISSING.search(error or "")
+    tables = catalog.get(found.group(1), {}) if found else {}
+    if not found or not tables:
+        return ""
+    if found.group(2) == "table":
+        return f"\n(the tables of {found.group(1)}: {', '.join(sorted(tables))})"
+    name = found.group(3).split(".")[-1]
+    holding = [t for t, cols in sorted(tables.items()) if name in cols]
+    listed = "; ".join(f"{t}: {', '.join(cols)}" for t, cols in sorted(tables.items()))
+    where = f" ({name} is a column of {', '.join(holding)})" if holding else ""
+    return f"\n(the columns of {found.group(1)}'s tables{where}: {listed})"
+
+
 async def _execute(run: CodeActRun, code: str, turn: int) -> dict[str, Any]:
     """Run ``code`` in the sandbox: its trace step, its MCP calls, the output shown back and
     whether a call read data (not the catalog) without an error."""
@@ -831,6 +873,8 @@ async def _execute(run: CodeActRun, code: str, turn: int) -> dict[str, Any]:
         error = clean_traceback(result.error) if result.error else None
         if result.reason and (not error or result.reason not in error):
             error = f"{error}\n({result.reason})" if error else result.reason
+        if error and run.constrained >= 5:
+            error += catalog_hint(error, run.catalog)
     step = {
         "turn": turn,
         "code": code,
@@ -966,6 +1010,7 @@ class CodeActExecutor:
             demos=demos,
         )
         stated = stated_comparison(text) or (implied_comparison(text) if self.grounded else None)
+        scope = check_scope(text) if self.scoped else None
         run = CodeActRun(
             self.model, functions, specs, self.limits, self.max_turns, model_label(self.model),
             answer_model=typed_answer_model(self.model, answer_schema(stated)),
@@ -977,13 +1022,15 @@ class CodeActExecutor:
                                         blocked=blocked_prefixes(specs, node.data, demos)
                                         if held >= 3 else None,
                                         allowed=allowed_names(specs, node.data, demos, tables,
-                                                              self._others(node))
+                                                              self._others(node),
+                                                              lookup="station" if held >= 5
+                                                              and scope == "station" else None)
                                         if held >= 4 else None, every=held >= 4),
-            scope=check_scope(text) if self.scoped else None, station=_station(ctx.input),
+            scope=scope, station=_station(ctx.input),
             percent=states_percent(text), grounded=bool(self.grounded), constrained=held,
             now=_now(ctx.timestamp) if held else None, window=check_window(text),
             counted=reads_window(text), moment=states_moment(text),
-            extreme=check_extreme(text) if held >= 3 else None, text=text,
+            extreme=check_extreme(text) if held >= 3 else None, text=text, catalog=tables,
         )  # fmt: skip
         state: CodeActState = {
             "messages": [SystemMessage(content=system), HumanMessage(content=START_MESSAGE)],

@@ -142,23 +142,10 @@ def bound_window(code: str, functions: set[str], now: datetime) -> tuple[str, li
     if tree is None:
         return code, []
     edits, notes = [], []
-    for call in ast.walk(tree):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                and call.func.id in functions):  # fmt: skip
-            continue
-        args = {k.arg: k.value for k in call.keywords}
-        sql, params = args.get("sql"), args.get("params")
-        if not (isinstance(sql, ast.Constant) and isinstance(sql.value, str)
-                and isinstance(params, ast.List) and params.elts):  # fmt: skip
-            continue
+    for sql, params, extra in _sql_calls(tree, functions):
         last = params.elts[-1]
-        if sql.value.count("?") != len(params.elts) - 1 or not (
-            isinstance(last, ast.Constant) and isinstance(last.value, str)
-            and STAMP.fullmatch(last.value.strip().rstrip("Z"))
-        ):  # fmt: skip
-            continue
-        match = _LOWER.search(sql.value)
-        if match is None or sql.lineno != sql.end_lineno:
+        match = _LOWER.search(sql.value) if extra else None
+        if match is None:
             continue
         column = match.group(1)
         new = f"{sql.value[: match.end()]} AND {column} <= ?{sql.value[match.end() :]}"
@@ -170,12 +157,131 @@ def bound_window(code: str, functions: set[str], now: datetime) -> tuple[str, li
         if stamp and when and abs(when[0] - now) > SLACK and last.lineno == last.end_lineno:
             edits.append((last, now.strftime(f"%Y-%m-%d{stamp.group(2)}%H:%M:%S")))
             notes.append(f"the window's end {last.value} is not the alarm's time: NOW")
+    return _replaced(code, edits), notes
+
+
+def _sql_calls(tree: ast.AST, functions: set[str]):
+    """Each one-line SQL query of ``functions`` in ``tree``: its ``sql`` constant, its
+    ``params`` list and whether it has one parameter more than its placeholders, the last a
+    time."""
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                and call.func.id in functions):  # fmt: skip
+            continue
+        args = {k.arg: k.value for k in call.keywords}
+        sql, params = args.get("sql"), args.get("params")
+        if not (isinstance(sql, ast.Constant) and isinstance(sql.value, str)
+                and isinstance(params, ast.List) and params.elts
+                and sql.lineno == sql.end_lineno):  # fmt: skip
+            continue
+        last = params.elts[-1]
+        extra = sql.value.count("?") == len(params.elts) - 1 and (
+            isinstance(last, ast.Constant) and isinstance(last.value, str)
+            and STAMP.fullmatch(last.value.strip().rstrip("Z")) is not None
+        )  # fmt: skip
+        yield sql, params, extra
+
+
+def _replaced(code: str, edits: list[tuple[ast.expr, str]]) -> str:
+    """``code`` with each ``(node, text)`` of ``edits``: the node's source made ``repr(text)``."""
     lines = code.splitlines(keepends=True)
     for node, new in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
         line = lines[node.lineno - 1]
-        start, end = _char(line, node.col_offset), _char(line, node.end_col_offset)
-        lines[node.lineno - 1] = line[:start] + repr(new) + line[end:]
-    return "".join(lines), notes
+        begin, end = _char(line, node.col_offset), _char(line, node.end_col_offset)
+        lines[node.lineno - 1] = line[:begin] + repr(new) + line[end:]
+    return "".join(lines)
+
+
+def hold_moment(code: str, now: datetime) -> tuple[str, list[str]]:
+    """``code`` for a moment check ("at the time of the alarm") with each query time before
+    ``now`` made ``now``, and a note for each (from level 5). Measured (alarms 157-180, level
+    4): "the station's robot is in a fault state at the time of the alarm" was queried as a
+    state open between 24 hours before the alarm and the alarm (``started_at <= ?`` with the
+    time a day earlier), copied from the 24-hour check beside it: no fault found where one was
+    open."""
+    notes: list[str] = []
+
+    def stamp(match: re.Match[str]) -> str:
+        try:
+            when = parse_time(f"{match.group(1)}T{match.group(3)}")
+        except ValueError:
+            return match.group(0)
+        if when >= now - SLACK:
+            return match.group(0)
+        new = now.strftime(f"%Y-%m-%d{match.group(2)}%H:%M:%S")
+        notes.append(
+            f"time {match.group(0)} is before the alarm: the check is about its moment, {new}"
+        )
+        return new
+
+    return STAMP.sub(stamp, code), notes
+
+
+# a query's last placeholder is an upper bound on a start: ``"started_at" <= ?``
+_STARTED = re.compile(r'("?)([A-Za-z_]*(?:start|open)[A-Za-z0-9_]*)\1\s*<=?\s*\?(?![^?]*\?)')
+# a lower bound on a start: ``"started_at" > ?`` (a window's start, copied from a window check)
+_STARTED_AFTER = re.compile(r'("?)([A-Za-z_]*(?:start|open)[A-Za-z0-9_]*)\1\s*>=?\s*\?')
+_ENDS = (("started", "ended"), ("start", "end"), ("opened", "closed"), ("open", "close"))
+
+
+def _end_of(start: str, columns: set[str] | None) -> str | None:
+    """The column that ends what ``start`` starts (``started_at``: ``ended_at``), or None
+    (none by name, or one ``columns`` does not hold)."""
+    ended = next((start.replace(a, b, 1) for a, b in _ENDS if a in start), None)
+    return None if ended is None or (columns is not None and ended not in columns) else ended
+
+
+def _open_sql(sql: str, extra: bool, columns: set[str] | None) -> tuple[str, list[str]]:
+    """``sql`` made to read the rows open at its moment, and a note for each change: a lower
+    bound on a start becomes one on the end (``("ended_at" IS NULL OR "ended_at" > ?)``);
+    with ``extra`` (one parameter more than its placeholders), a last ``"started_at" <= ?``
+    gets that end after it."""
+    notes: list[str] = []
+
+    def after(match: re.Match[str]) -> str:
+        ended = _end_of(match.group(2), columns)
+        if ended is None:
+            return match.group(0)
+        column = f"{match.group(1)}{ended}{match.group(1)}"
+        notes.append(f"{match.group(0)} reads a window of starts; the check's moment is "
+                     f"one the row is open at: ({column} IS NULL OR {column} > ?)")  # fmt: skip
+        return f"({column} IS NULL OR {column} > ?)"
+
+    held = _STARTED_AFTER.sub(after, sql)
+    match = _STARTED.search(held) if extra else None
+    ended = _end_of(match.group(2), columns) if match else None
+    if match and ended:
+        column = f"{match.group(1)}{ended}{match.group(1)}"
+        held = f"{held[: match.end()]} AND ({column} IS NULL OR {column} > ?){held[match.end() :]}"
+        notes.append(f"one param more than the placeholders: the last is the moment the row is "
+                     f"still open at ({column} > ?)")  # fmt: skip
+    return held, notes
+
+
+def bound_moment(
+    code: str, functions: set[str], columns: set[str] | None = None
+) -> tuple[str, list[str]]:
+    """``code`` with each SQL query of ``functions`` for a moment check made to read the rows
+    open at that moment (from level 5): a lower bound on a start (``"started_at" > ?``, a
+    window's) becomes one on its end, ``("ended_at" IS NULL OR "ended_at" > ?)``; a query
+    with one parameter more than its placeholders, whose last placeholder bounds a start
+    (``"started_at" <= ?``) and whose last parameter is a time, gets that end after it. With
+    ``columns`` (the server's catalog), only an end column it holds is written. Measured
+    (alarms 157-180, level 4; a dev run on ALM-001488, level 5): "the robot is in a fault
+    state at the time of the alarm" wrote five parameters for four placeholders on 3 nodes
+    (the query failed; the answer was a number printed nowhere), and copied the 24-hour
+    check's ``"started_at" > ? AND "started_at" <= ?``, which with the moment's times reads
+    no row, whatever the robot's state."""
+    tree = parsed(code)
+    if tree is None:
+        return code, []
+    edits, notes = [], []
+    for sql, _, extra in _sql_calls(tree, functions):
+        held, more = _open_sql(sql.value, extra, columns)
+        if more:
+            edits.append((sql, held))
+            notes += more
+    return _replaced(code, edits), notes
 
 
 def parsed(code: str) -> ast.AST | None:

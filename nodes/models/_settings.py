@@ -94,14 +94,19 @@ class Settings(BaseSettings):
     takes none, and once no sample of a turn passes the review, later turns are not reviewed.
     False: as before 2026-11-28 (runs recorded then replay with it)."""
 
-    codeact_constrained: int = 4
+    codeact_constrained: int = 5
     """The CodeAct sub-agent is held to the metric and the time its check's text states
     (``nodes/codeact_window``): a check's code that queries a PromQL server starts with one of
     the check's hinted metrics (by grammar, on the local model); a window check's query times
     and PromQL ranges are set to the text's window; code that reads no window for a window
     check, or reads from before the alarm for "at the time of the alarm", is sent back by the
     review (with ``codeact_samples``); an age check ("within the last 8 hours") whose code
-    found nothing is ``false``. 4 (the default, 2026-11-29, evening): besides level 3's, the
+    found nothing is ``false``. 5 (the default, 2026-11-29, late): besides level 4's, a station
+    check's code may name the station by its device's id (``'BFI4-R04'``, its robot); a moment
+    check's query times are the alarm's, and a moment query with one parameter more than its
+    placeholders after a start (``"started_at" <= ?``) gets the row's end after it
+    (``AND ("ended_at" IS NULL OR "ended_at" > ?)``); a SQL error naming a table or column the
+    server does not hold goes back with the server's tables. 4 (2026-11-29, evening): besides level 3's, the
     first SQL query quotes only the tables that hold the check's data and their columns, less
     other checks' data (by grammar, from the server's own catalog); a check of two metrics
     reads each first (by grammar); the result helpers refuse the other kind of result; a

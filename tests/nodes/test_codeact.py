@@ -833,3 +833,24 @@ def test_level_4_review_lets_a_threshold_that_is_only_compared_in_an_if_run():
     assert "threshold 25" in review(counted, run)
     run.constrained = 3  # level 3 sends any use back, as its runs were recorded
     assert "threshold 25" in review(verdict, run)
+
+
+# alarm ALM-001473 (live, 2026-11-29, level 4): a column queried as a table went back bare
+NO_TABLE = ("ToolError: McpError: ops.execute_query failed: Error executing tool execute_query: "
+            "query failed: no such table: equipment_id\n(error: ToolError)")  # fmt: skip
+OPS = {"ops": {"maintenance_log": ["site", "equipment_id", "component", "performed_at"],
+               "stations": ["site", "station", "robot_id"]}}  # fmt: skip
+
+
+def test_level_5_a_sql_error_naming_what_the_server_lacks_gets_its_catalog():
+    from sopgraph.nodes.codeact import catalog_hint
+
+    assert catalog_hint(NO_TABLE, OPS) == "\n(the tables of ops: maintenance_log, stations)"
+    column = NO_TABLE.replace("no such table: equipment_id", "no such column: robot_id")
+    assert catalog_hint(column, OPS) == (
+        "\n(the columns of ops's tables (robot_id is a column of stations): maintenance_log: "
+        "site, equipment_id, component, performed_at; stations: site, station, robot_id)"
+    )
+    # another error, or a server whose catalog is unknown: nothing added
+    assert catalog_hint("ToolError: McpError: ops.execute_query failed: syntax error", OPS) == ""
+    assert catalog_hint(NO_TABLE.replace("ops.", "metrics."), OPS) == ""

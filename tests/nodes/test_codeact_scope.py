@@ -122,3 +122,27 @@ def test_level_4_the_host_makes_a_spreads_share_the_count_it_divides():
     assert hold_code(run, text)[0] == text
     run.constrained, run.scope = 4, "station"
     assert hold_code(run, text)[0] == text
+
+
+# alarm ALM-001469 (live, 2026-11-29, level 4): "the station's robot is in a fault state" code
+# that filtered on the station's robot, BFI4-R04, was sent back as naming no station (3 samples,
+# each the same code)
+ROBOT_Q = (
+    'r1 = ops_execute_query(sql=\'SELECT count(*) FROM "equipment_states" WHERE '
+    "\"equipment_id\" = ?', params=['BFI4-R04'])"
+)
+
+
+def test_level_5_a_station_is_named_by_its_devices_id():
+    from sopgraph.nodes.codeact_scope import names_station
+
+    assert scope_problem(ROBOT_Q, "station", "ST04") is not None  # level 4: sent back
+    assert scope_problem(ROBOT_Q, "station", "ST04", devices=True) is None
+    assert names_station(ROBOT_Q, "ST04", devices=True)
+    # another station's robot, a site name with the digit, or no device: still not named
+    assert scope_problem(ROBOT_Q, "station", "ST14", devices=True) is not None
+    assert not names_station(ROBOT_Q.replace("BFI4-R04", "BFI4-R05"), "ST04", devices=True)
+    assert not names_station("q(params=['BFI4'])", "ST04", devices=True)
+    assert not names_station("q(params=['BFI4-R04'])", "ST04", devices=False)
+    # a spread that filters to the station's robot reads one station
+    assert scope_problem(ROBOT_Q, "spread", "ST04", devices=True) is not None

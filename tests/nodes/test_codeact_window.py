@@ -455,3 +455,116 @@ def test_level_4_a_check_of_two_metrics_reads_each_by_grammar():
     one = hinted_metrics(SPECS, ["robotics.pick_errors"])
     assert code_grammar(list(SPECS), one, every=True) == code_grammar(list(SPECS), one)
     assert held.pattern != _gbnf_regex(code_grammar(list(SPECS), metrics)).pattern
+
+
+# alarms ALM-001469 and ALM-001488 (live, 2026-11-29, level 4): "the station's robot is in a
+# fault state at the time of the alarm", five params for four placeholders, the start a day early
+ROBOT_FAULT = (
+    'r2 = ops_execute_query(sql=\'SELECT count(*) FROM "equipment_states" WHERE "site" = ? '
+    'AND "equipment_id" = ? AND "state" = ? AND "started_at" <= ?\', params=[\'BFI4\', '
+    "'BFI4-R04', 'fault', '2025-03-16 23:48:03', '2025-03-17 23:48:03'])\nprint(table_rows(r2))"
+)
+STATES = ["site", "equipment_id", "equipment_type", "state", "started_at", "ended_at"]
+
+
+def test_level_5_a_moment_checks_times_are_the_alarms_and_its_row_is_open_then():
+    import sqlite3
+
+    from sopgraph.evals.fc_triage.stores import OPS_SCHEMA
+
+    held, notes = cw.hold_moment(ROBOT_FAULT, NOW)
+    assert "'2025-03-16 23:48:03'" not in held and held.count("'2025-03-17 23:48:03'") == 2
+    assert notes == ["time 2025-03-16 23:48:03 is before the alarm: the check is about its "
+                     "moment, 2025-03-17 23:48:03"]  # fmt: skip
+    held, notes = cw.bound_moment(held, {"ops_execute_query"}, set(STATES))
+    assert '"started_at" <= ? AND ("ended_at" IS NULL OR "ended_at" > ?)\'' in held
+    assert len(notes) == 1
+    # the held query runs on the real ops schema: a fault open at the alarm counts, one that
+    # ended before it or starts after it does not (level 4's query had failed on its bindings)
+    sql = ast.literal_eval(re.search(r"sql=('[^']*')", held).group(1))
+    params = ast.literal_eval(re.search(r"params=(\[[^\]]*\])", held).group(1))
+    con = sqlite3.connect(":memory:")
+    con.executescript(OPS_SCHEMA)
+    rows = [("BFI4", "BFI4-R04", "robot", "fault", "2025-03-17 20:00:00", "2025-03-17 21:00:00"),
+            ("BFI4", "BFI4-R04", "robot", "fault", "2025-03-17 23:59:00", None)]  # fmt: skip
+    con.executemany("INSERT INTO equipment_states VALUES (?, ?, ?, ?, ?, ?)", rows)
+    assert con.execute(sql, params).fetchone() == (0,)
+    con.execute("INSERT INTO equipment_states VALUES (?, ?, ?, ?, ?, ?)",
+                ("BFI4", "BFI4-R04", "robot", "fault", "2025-03-17 23:40:00", None))  # fmt: skip
+    assert con.execute(sql, params).fetchone() == (1,)
+    # nothing to add: params that fit, an end column the catalog does not hold, no start bound
+    fits = ROBOT_FAULT.replace(", '2025-03-16 23:48:03'", "")
+    assert cw.bound_moment(fits, {"ops_execute_query"}, set(STATES)) == (fits, [])
+    assert cw.bound_moment(ROBOT_FAULT, {"ops_execute_query"}, {"started_at"})[1] == []
+    no_start = ROBOT_FAULT.replace('"started_at" <= ?', '"state" = ?')
+    assert cw.bound_moment(no_start, {"ops_execute_query"}, set(STATES))[1] == []
+    # a ticket open at the alarm: opened_at's end is closed_at
+    ticket = ROBOT_FAULT.replace("equipment_states", "tickets").replace("started_at", "opened_at")
+    assert '("closed_at" IS NULL OR "closed_at" > ?)' in cw.bound_moment(
+        ticket, {"ops_execute_query"}, {"opened_at", "closed_at"})[0]  # fmt: skip
+
+
+def test_level_5_holds_a_moment_checks_code_only_from_level_5(triage_texts):
+    text = triage_texts["rc_robot_fault"]
+    run = CodeActRun(None, {}, {"ops_execute_query": _spec("ops_execute_query", "ops",
+                                                           ["sql", "params"])},  # fmt: skip
+                     None, now=NOW, moment=cw.states_moment(text), window=cw.check_window(text),
+                     catalog={"ops": {"equipment_states": STATES}}, constrained=5)  # fmt: skip
+    reply = f"```python\n{ROBOT_FAULT}\n```"
+    held, notes = hold_code(run, reply)
+    assert '("ended_at" IS NULL OR "ended_at" > ?)' in held and len(notes) == 2
+    assert hold_code(dataclasses.replace(run, constrained=4), reply) == (reply, [])
+
+
+def test_level_5_a_station_checks_first_query_may_look_its_device_up():
+    """Alarm ALM-001473 (live, 2026-11-29, level 4): the demonstrations' first query looks the
+    robot up in ``stations``; the grammar left that table out and the model wrote
+    ``FROM "equipment_id"`` (no such table) in its reply and every sample."""
+    import llama_cpp
+
+    from sopgraph.nodes.codeact import allowed_names
+
+    ops = {"ops": {"maintenance_log": ["site", "equipment_id", "component", "performed_at"],
+                   "stations": ["site", "station", "robot_id"],
+                   "tickets": ["site", "equipment_id", "opened_at"]}}  # fmt: skip
+    specs = {"ops_execute_query": SPECS["ops_execute_query"]}
+    level4 = allowed_names(specs, ["ops.maintenance_log"], [], ops)["ops_execute_query"]
+    assert "stations" not in level4 and "robot_id" not in level4
+    level5 = allowed_names(specs, ["ops.maintenance_log"], [], ops, lookup="station")
+    assert level5["ops_execute_query"] == sorted({*level4, "stations", "station", "robot_id"})
+    assert "tickets" not in level5["ops_execute_query"]  # another table with no station
+    # a server that holds none of the check's data is still left out
+    assert allowed_names(specs, ["ops.no_such_table"], [], ops, lookup="station") == {}
+    grammar = code_grammar(list(specs), {}, allowed=level5)
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
+    held = _gbnf_regex(grammar)
+    lookup = ("```python\nr1 = ops_execute_query(sql='SELECT \"robot_id\" FROM \"stations\" WHERE "
+              "\"site\" = ? AND \"station\" = ?', params=['ONT8', 'ST04'])\nprint(r1)\n```")  # fmt: skip
+    assert held.fullmatch(lookup)
+    assert not held.fullmatch(lookup.replace('"stations"', '"equipment_id_table"'))
+
+
+def test_level_5_a_moment_check_reads_the_rows_open_then_not_a_window_of_starts():
+    """A dev run on alarm ALM-001488 (live, 2026-11-29, level 5): the robot-fault check copied
+    the 24-hour check's ``"started_at" > ? AND "started_at" <= ?``; with the moment's times it
+    reads no row whatever the robot's state."""
+    import sqlite3
+
+    from sopgraph.evals.fc_triage.stores import OPS_SCHEMA
+
+    window = ROBOT_FAULT.replace('"started_at" <= ?', '"started_at" > ? AND "started_at" <= ?')
+    held, notes = cw.hold_moment(window, NOW)
+    held, more = cw.bound_moment(held, {"ops_execute_query"}, set(STATES))
+    assert ('AND ("ended_at" IS NULL OR "ended_at" > ?) AND "started_at" <= ?\', '
+            "params=['BFI4', 'BFI4-R04', 'fault', '2025-03-17 23:48:03', "
+            "'2025-03-17 23:48:03'])") in held  # fmt: skip
+    assert len(notes) == 1 and len(more) == 1
+    sql = ast.literal_eval(re.search(r"sql=('[^']*')", held).group(1))
+    params = ast.literal_eval(re.search(r"params=(\[[^\]]*\])", held).group(1))
+    con = sqlite3.connect(":memory:")
+    con.executescript(OPS_SCHEMA)
+    con.execute("INSERT INTO equipment_states VALUES (?, ?, ?, ?, ?, ?)",
+                ("BFI4", "BFI4-R04", "robot", "fault", "2025-03-17 23:40:00", None))  # fmt: skip
+    assert con.execute(sql, params).fetchone() == (1,)  # the fault open at the alarm
+    # without the catalog's end column, nothing is changed
+    assert cw.bound_moment(window, {"ops_execute_query"}, {"started_at"}) == (window, [])
