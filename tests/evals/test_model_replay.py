@@ -93,6 +93,8 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     "triage_subagent": ("model", "triage", "--arch", "subagent"),
     "triage_subagent_more1": ("model", "triage", "--arch", "subagent", "--skip", "12"),
     "triage_subagent_more2": ("model", "triage", "--arch", "subagent", "--skip", "24"),
+    # the same alarms as level 5's CodeAct run (181-204), run after it
+    "triage_subagent_more9": ("model", "triage", "--arch", "subagent", "--skip", "180"),
     # CodeAct with other code replies sampled when the host's review finds a problem
     "triage_codeact_sampled_more1": ("model", "triage", "--arch", "codeact", "--skip", "12"),
     "triage_codeact_sampled_more2": ("model", "triage", "--arch", "codeact", "--skip", "24"),
@@ -119,6 +121,9 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     # level 4 (the default since 2026-11-29, evening): alarms 157-180, never run before
     "triage_codeact_level4_more8": ("model", "triage", "--arch", "codeact", "--skip", "156"),
     "triage_codeact_level4b": ("model", "triage", "--arch", "codeact"),  # the 12-alarm sample
+    # level 5 (the default since 2026-11-29, late): alarms 181-204, never run before
+    "triage_codeact_level5_more9": ("model", "triage", "--arch", "codeact", "--skip", "180"),
+    "triage_codeact_level5b": ("model", "triage", "--arch", "codeact"),  # the 12-alarm sample
 }
 SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
 # what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
@@ -132,19 +137,16 @@ CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
 LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # level 2 of the setting
 LEVEL3 = {"triage_codeact_level3_more7", "triage_codeact_level3b"}  # level 3
 LEVEL4 = {"triage_codeact_level4_more8", "triage_codeact_level4b"}  # level 4
-PART = {
-    "triage_codeact_scoped_more3": 5,
-    "triage_codeact_grounded_more4": 5,
-    "triage_codeact_constrained": 4,
-    "triage_codeact_constrained_more5": 5,
-    "triage_codeact_level2_more6": 5,
-    "triage_codeact_level2b": 4,
-}  # CI's time (under 30 minutes in all): the first N alarms of a long run
-REPLAYED = 3  # and of every other run (2026-11-29: CI took 1749 s of its 1800 with all 12,
-# 1595 s with 4; 3 since the evening's two more runs)
+LEVEL5 = {"triage_codeact_level5_more9", "triage_codeact_level5b"}  # level 5
+# CI's time (under 30 minutes in all): the first 3 alarms of every run (2026-11-29: CI took
+# 1749 s of its 1800 with all 12, 1595 s with 4; 3 since the evening's two more runs, and for
+# the six older runs that replayed 4 or 5 since level 5's runs)
+REPLAYED = 3
 
 
 def _codeact_settings(name: str) -> dict[str, str]:
+    if name in LEVEL5:
+        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "5"}
     if name in LEVEL4:
         return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "4"}
     if name in LEVEL3:
@@ -167,7 +169,7 @@ def test_model_triage_replays(fc_home, run):  # noqa: F811
     live = _live(name)
     cmd, *args = TRIAGE_RUNS[run]
     settings = _codeact_settings(name) if "codeact" in name else None
-    n = min(PART.get(name, REPLAYED), live["n"])
+    n = min(REPLAYED, live["n"])
     out = _replay(name, *args, "--alarms", str(n), home=fc_home, command=cmd,
                   settings=settings)  # fmt: skip
     _check_replayed(out)
