@@ -576,15 +576,14 @@ def hold_code(run: CodeActRun, text: str) -> tuple[str, list[str]]:
     if not code:
         return text, []
     held, notes = code, []
+    sql = {name for name, spec in run.specs.items() if _takes_sql(spec)}
     if run.constrained >= 4 and run.now and run.window:
-        sql = {name for name, spec in run.specs.items() if _takes_sql(spec)}
         held, notes = bound_window(held, sql, run.now)
     if run.now and run.window:
         held, more = hold_window(held, run.now, run.window)
         notes = [*notes, *more]
     if run.constrained >= 5 and run.now and run.moment and not run.window:
         held, more = hold_moment(held, run.now)
-        sql = {name for name, spec in run.specs.items() if _takes_sql(spec)}
         columns = {c for cat in run.catalog.values() for cols in cat.values() for c in cols}
         held, most = bound_moment(held, sql, columns if run.catalog else None)
         notes = [*notes, *more, *most]

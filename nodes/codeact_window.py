@@ -103,18 +103,8 @@ def hold_window(code: str, now: datetime, seconds: int) -> tuple[str, list[str]]
     """``code`` with its times held to the window of ``seconds`` that ends at ``now``: each
     query time earlier than ``now`` that is not the window's start becomes the start, each
     PromQL range another length becomes the window. A note for each change."""
-    start, notes = now - timedelta(seconds=seconds), []
-
-    def stamp(match: re.Match[str]) -> str:
-        try:
-            when = parse_time(f"{match.group(1)}T{match.group(3)}")
-        except ValueError:
-            return match.group(0)
-        if when >= now - SLACK or abs(when - start) <= SLACK:
-            return match.group(0)
-        new = start.strftime(f"%Y-%m-%d{match.group(2)}%H:%M:%S")
-        notes.append(f"time {match.group(0)} is not the window's start: {new}")
-        return new
+    start = now - timedelta(seconds=seconds)
+    held, notes = _hold_stamps(code, now, start, "is not the window's start:")
 
     def span(match: re.Match[str]) -> str:
         if int(match.group(1)) * _RANGE_UNITS[match.group(2)] == seconds:
@@ -123,8 +113,26 @@ def hold_window(code: str, now: datetime, seconds: int) -> tuple[str, list[str]]
         notes.append(f"range {match.group(0)}] is not the window: {new}]")
         return new
 
-    held = _RANGE.sub(span, STAMP.sub(stamp, code))
-    return held, notes
+    return _RANGE.sub(span, held), notes
+
+
+def _hold_stamps(code: str, now: datetime, to: datetime, why: str) -> tuple[str, list[str]]:
+    """``code`` with each time before ``now`` that is not ``to`` made ``to`` (in the same
+    format), and a note for each: "time <old> <why> <new>"."""
+    notes: list[str] = []
+
+    def stamp(match: re.Match[str]) -> str:
+        try:
+            when = parse_time(f"{match.group(1)}T{match.group(3)}")
+        except ValueError:
+            return match.group(0)
+        if when >= now - SLACK or abs(when - to) <= SLACK:
+            return match.group(0)
+        new = to.strftime(f"%Y-%m-%d{match.group(2)}%H:%M:%S")
+        notes.append(f"time {match.group(0)} {why} {new}")
+        return new
+
+    return STAMP.sub(stamp, code), notes
 
 
 # a query's last placeholder is a lower bound on a time: ``"five_minute_interval" > ?``
@@ -199,22 +207,7 @@ def hold_moment(code: str, now: datetime) -> tuple[str, list[str]]:
     state open between 24 hours before the alarm and the alarm (``started_at <= ?`` with the
     time a day earlier), copied from the 24-hour check beside it: no fault found where one was
     open."""
-    notes: list[str] = []
-
-    def stamp(match: re.Match[str]) -> str:
-        try:
-            when = parse_time(f"{match.group(1)}T{match.group(3)}")
-        except ValueError:
-            return match.group(0)
-        if when >= now - SLACK:
-            return match.group(0)
-        new = now.strftime(f"%Y-%m-%d{match.group(2)}%H:%M:%S")
-        notes.append(
-            f"time {match.group(0)} is before the alarm: the check is about its moment, {new}"
-        )
-        return new
-
-    return STAMP.sub(stamp, code), notes
+    return _hold_stamps(code, now, now, "is before the alarm: the check is about its moment,")
 
 
 # a query's last placeholder is an upper bound on a start: ``"started_at" <= ?``
