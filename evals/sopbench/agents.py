@@ -165,7 +165,7 @@ class McpToolsAgent:
     turns = FC_TURNS
     result_chars: int | None = 500  # of each tool result kept in a task's steps
     _structured: dict[str, Any] | None = None  # the last typed answer, reasoning included
-    decide = "none"  # "code": the SOP's rule applied by code after the answer (decide.py)
+    decide = "none"  # "code", "quote": the SOP's rule applied by code after the answer (decide.py)
 
     def __init__(
         self,
@@ -365,7 +365,7 @@ class _BaselineAgent(McpToolsAgent):
             self._structured = data
             answer = {c: str(data.get(c, "")) for c in self.columns}
         result = ended(messages, start, None, answer)
-        if self.decide == "code" and result.error is None:
+        if self.decide in ("code", "quote") and result.error is None:
             await self._decide_by_code(task, messages, result, start)
         return result
 
@@ -386,6 +386,7 @@ class _BaselineAgent(McpToolsAgent):
                 allowed,
                 result.answer,
                 votes=self.votes,
+                quote=self.decide == "quote",
             )
         except Exception as exc:  # noqa: BLE001 - the agent's answer stands; the reason is kept
             if _unreachable(exc):

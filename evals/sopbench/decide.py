@@ -21,6 +21,7 @@ agent's own answer.
 
 from __future__ import annotations
 
+import ast
 import json
 import pprint
 import re
@@ -54,10 +55,21 @@ states it (its conditions, counts, formulas and thresholds, in its order), and e
 
 answer = {{{fields}}}
 {allowed}
-Use only `data`; do not call any tool. Reply with one ```python block and nothing else."""
+{quote}Use only `data`; do not call any tool. Reply with one ```python block and nothing else."""
+
+# ``--decide quote``: each step of the code under the procedure's own sentence, copied as a
+# comment (grounding the code in the text before writing it: quote first, then apply)
+QUOTE = """Above each step of the code, copy the procedure's sentence that the step applies, word
+for word, as a `#` comment.
+"""
 
 _READS = re.compile(r"\bdata\s*(\[|\.get\b)")
 UNREAD = "the code never reads `data`: apply the procedure's rule to its values"
+
+CATCHES = (
+    "the code catches errors itself (try/except): write it without try, so that a value the "
+    "data lacks makes it fail instead of giving an answer"
+)
 
 RETRY = """That code did not give a usable answer: {error}
 Write the whole code again, fixed. Reply with one ```python block."""
@@ -119,7 +131,9 @@ def gathered(inputs: dict[str, Any], messages: list[BaseMessage]) -> dict[str, A
     return {k: typed(v) for k, v in data.items()}
 
 
-def decide_prompt(sop: str, data: dict[str, Any], allowed: dict[str, list[str]]) -> str:
+def decide_prompt(
+    sop: str, data: dict[str, Any], allowed: dict[str, list[str]], quote: bool = False
+) -> str:
     fields = ", ".join(f'"{c}": ...' for c in allowed)
     lines = "".join(
         f"`{c}` must be exactly one of: {', '.join(json.dumps(v) for v in vals)}.\n"
@@ -131,6 +145,7 @@ def decide_prompt(sop: str, data: dict[str, Any], allowed: dict[str, list[str]])
         data=pprint.pformat(data, sort_dicts=False, width=100),
         fields=fields,
         allowed=lines,
+        quote=QUOTE if quote else "",
     )
 
 
@@ -178,6 +193,55 @@ def checked_answer(
     return out, None
 
 
+def _scope_nodes(tree: ast.AST):
+    """The nodes of ``tree`` outside any function, lambda or class it defines."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        yield node
+        yield from _scope_nodes(node)
+
+
+def catches(code: str) -> bool:
+    """The code has a ``try`` of its own: an error it catches is an answer the host never
+    sees fail (a value the data lacks turned into a default label)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.Try | ast.TryStar) for n in ast.walk(tree))
+
+
+def as_function(code: str) -> str:
+    """Code that ``return``s outside a function (the procedure's "no further step applies"
+    written as an early exit) run as the body of one: a bare ``return`` returns ``answer``,
+    ``return x`` returns ``x``, and ``answer`` is what the body returns. Any other code is
+    returned unchanged."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    returns = [n for n in _scope_nodes(tree) if isinstance(n, ast.Return)]
+    if not returns:
+        return code
+    for node in returns:
+        if node.value is None:
+            node.value = ast.Name("answer", ast.Load())
+    rule = ast.FunctionDef(
+        name="__sopgraph_rule",
+        args=ast.arguments([], [], None, [], [], None, []),
+        body=[*tree.body, ast.Return(ast.Name("answer", ast.Load()))],
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
+    call = ast.Assign(
+        [ast.Name("answer", ast.Store())], ast.Call(ast.Name("__sopgraph_rule", ast.Load()), [], [])
+    )
+    module = ast.Module([rule, call], [])
+    return ast.unparse(ast.fix_missing_locations(module))
+
+
 async def _attempt(
     text: str, data: dict[str, Any], allowed: dict[str, list[str]]
 ) -> dict[str, Any]:
@@ -190,7 +254,12 @@ async def _attempt(
     if not _READS.search(code):  # a constant answer applies no rule: refused unrun
         out["error"] = UNREAD
         return out
-    result = await run_code(program(code, data), limits=SandboxLimits(wall_timeout_s=10))
+    if catches(code):  # only the host decides whether the code succeeded
+        out["error"] = CATCHES
+        return out
+    result = await run_code(
+        program(as_function(code), data), limits=SandboxLimits(wall_timeout_s=10)
+    )
     shown = [ln for ln in result.stdout.splitlines() if not ln.startswith(MARK)]
     out["printed"] = "\n".join(shown)[-2000:]
     if result.ok:
@@ -219,6 +288,7 @@ async def decide_by_code(
     allowed: dict[str, list[str]],
     agent_answer: dict[str, str] | None,
     votes: int = 1,
+    quote: bool = False,
 ) -> Decision:
     """Ask ``model`` for the SOP's rule as code over the gathered data; run it in the sandbox.
 
@@ -226,12 +296,13 @@ async def decide_by_code(
     ``votes``: with more than 1, ``votes - 1`` other replies are sampled (temperature, a seed
     each, so a recording replays) to the prompt the last greedy reply answered, each run the
     same way, and the answer most usable replies give is taken (``voted``).
+    ``quote``: the prompt asks for the procedure's sentence above each step (``QUOTE``).
     """
     start = time.perf_counter()
     data = gathered(inputs, messages)
     chat: list[BaseMessage] = [
         SystemMessage(SYSTEM),
-        HumanMessage(decide_prompt(sop, data, allowed)),
+        HumanMessage(decide_prompt(sop, data, allowed, quote)),
     ]
     decision = Decision(by="agent", agent_answer=agent_answer)
     replies: list[BaseMessage] = []

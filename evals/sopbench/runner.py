@@ -33,7 +33,7 @@ class RunSpec(BaseModel):
     seed: int
     distractors: list[str] = []
     model: str = ""
-    decide: str = "none"  # "code": the agent's answer decided by code (evals/sopbench/decide.py)
+    decide: str = "none"  # "code"/"quote": the answer decided by code (evals/sopbench/decide.py)
     votes: int = 1  # replies the decide-by-code step votes over
 
 

@@ -44,18 +44,19 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="sample and distractor seed (default: 0)")
     p.add_argument(
         "--decide",
-        choices=["none", "code"],
+        choices=["none", "code", "quote"],
         default="none",
         help="fc/react: code: after the agent answers, the model writes the SOP's decision rule "
         "as Python over the data the agent gathered, run in the sandbox; its answer replaces "
-        "the agent's when it is one the SOP allows (default: %(default)s)",
+        "the agent's when it is one the SOP allows; quote: the same, each step of the code "
+        "under the SOP's sentence it applies, copied as a comment (default: %(default)s)",
     )
     p.add_argument(
         "--votes",
         type=int,
         default=1,
         metavar="N",
-        help="with --decide code: sample N-1 more replies of the rule as code and take the "
+        help="with --decide code or quote: sample N-1 more replies of the rule as code and take the "
         "answer most usable replies give (default: %(default)s, the greedy reply alone)",
     )
     p.add_argument(
@@ -263,7 +264,7 @@ def cmd_sopbench(args: argparse.Namespace) -> int:
     if args.votes < 1 or (args.votes > 1 and args.decide == "none"):
         print(
             f"error: --votes {args.votes}: give a count of at least 1, and more than 1 only "
-            "with --decide code",
+            "with --decide code or quote",
             file=sys.stderr,
         )
         return 2

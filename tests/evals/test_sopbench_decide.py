@@ -10,8 +10,12 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from sopgraph.evals.sopbench.decide import (
+    CATCHES,
     MARK,
+    QUOTE,
     UNREAD,
+    as_function,
+    catches,
     checked_answer,
     decide_by_code,
     decide_prompt,
@@ -203,3 +207,70 @@ def test_one_vote_asks_nothing_more():
     assert (decision.answer, decision.votes, len(model.asked)) == (
         {"refund_decision": "Rejected"}, [], 1,
     )  # fmt: skip
+
+
+def test_quote_asks_for_the_sop_sentence_above_each_step_and_code_asks_the_same_as_before():
+    data = {"daysSinceDelivery": 41}
+    plain = decide_prompt(SOP, data, ALLOWED)
+    quoted = decide_prompt(SOP, data, ALLOWED, quote=True)
+    assert QUOTE not in plain and QUOTE in quoted
+    # the quote request is the one difference: the plain prompt is the recorded runs' prompt
+    assert quoted.replace(QUOTE, "") == plain
+    # a reply whose steps sit under quoted sentences runs as any other (comments are code)
+    rule = (
+        "```python\n# 2.3 If the days since delivery are at most 30, the decision is "
+        '"Approved"; otherwise "Rejected".\n'
+        'answer = {"refund_decision": "Approved" if data["daysSinceDelivery"] <= 30 else "Rejected"}\n```'
+    )
+    model = _Recording(messages=iter([AIMessage(rule)]))
+    model.asked = []
+    decision = asyncio.run(
+        decide_by_code(model, SOP, {}, _conversation(), ALLOWED, None, quote=True)
+    )
+    assert decision.answer == {"refund_decision": "Rejected"}
+    assert QUOTE in model.asked[0][0][-1].content
+
+
+def test_an_early_return_outside_a_function_runs_as_the_rule_s_body():
+    # "if the order is not found ... no further step applies", written as a bare return
+    rule = (
+        "```python\nif data.get('status') != 'delivered':\n"
+        '    answer = {"refund_decision": "Rejected"}\n    return\n'
+        'answer = {"refund_decision": "Approved" if data["daysSinceDelivery"] <= 30 else "Rejected"}\n```'
+    )
+    returned = rule.replace("    return\n", "    return answer\n")
+    for reply in (rule, returned):
+        decision = asyncio.run(
+            decide_by_code(_model(reply), SOP, {}, _conversation(), ALLOWED, None)
+        )
+        assert (decision.answer, decision.errors) == ({"refund_decision": "Rejected"}, [])
+    lost = {"order_id": "O_1", "status": "lost"}
+    code = as_function(rule.split("```python\n")[1].split("```")[0])
+    out = asyncio.run(run_code(program(code, lost)))
+    assert json.loads(out.stdout.split(MARK)[1]) == {"refund_decision": "Rejected"}
+    # code without a return of its own runs as written
+    assert as_function('answer = {"refund_decision": "Approved"}') == (
+        'answer = {"refund_decision": "Approved"}'
+    )
+
+
+def test_code_that_catches_its_own_errors_is_refused_unrun_and_goes_back_once():
+    swallowing = (
+        "```python\ntry:\n    days = data['days_since_delivery']\nexcept KeyError:\n"
+        '    days = 0\nanswer = {"refund_decision": "Approved" if days <= 30 else "Rejected"}\n```'
+    )
+    plain = swallowing.replace("try:\n    days", "days").split("except")[0] + (
+        'answer = {"refund_decision": "Approved" if days <= 30 else "Rejected"}\n```'
+    )
+    assert catches(swallowing) is False  # the reply's text is not code: the fence
+    assert catches(swallowing.split("```python\n")[1].rstrip("`\n")) is True
+    decision = asyncio.run(
+        decide_by_code(
+            _model(swallowing, plain), SOP, {}, _conversation(), ALLOWED,
+            {"refund_decision": "Approved"},
+        )
+    )  # fmt: skip
+    # the first reply never ran; the second failed on the value the data lacks: the agent's stands
+    assert decision.errors[0] == CATCHES
+    assert decision.errors[1] == "KeyError: 'days_since_delivery'"
+    assert (decision.by, decision.answer) == ("agent", None)

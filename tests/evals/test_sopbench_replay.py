@@ -8,7 +8,8 @@ the key ``<A>+decide-code``, its exchanges in ``sopbench_refund_check_<A>_decide
 ``shipment_hold`` (our own too) has its decide-by-code runs the same way, in
 ``sopbench_shipment_hold.json`` and ``sopbench_shipment_hold_<A>_decide-code.jsonl``. With
 ``--votes 3`` (key ``<A>+decide-code-votes3``) the decide-code cassette holds the sampled
-replies too, after the exchanges of the greedy run.
+replies too, after the exchanges of the greedy run. ``--decide quote`` (key ``<A>+decide-quote``,
+cassette ``..._<A>_decide-quote.jsonl``) is the same agents' run with the quoting decide step.
 The domains are our own text, so both can be committed (SOP-Bench's own runs cannot).
 """
 
@@ -37,7 +38,9 @@ pytestmark = pytest.mark.slow
      ("refund_check", "fc", "code", 1), ("refund_check", "react", "code", 1),
      ("shipment_hold", "fc", "code", 1), ("shipment_hold", "react", "code", 1),
      ("refund_check", "fc", "code", 3), ("refund_check", "react", "code", 3),
-     ("shipment_hold", "fc", "code", 3), ("shipment_hold", "react", "code", 3)],
+     ("shipment_hold", "fc", "code", 3), ("shipment_hold", "react", "code", 3),
+     ("refund_check", "fc", "quote", 1), ("refund_check", "react", "quote", 1),
+     ("shipment_hold", "fc", "quote", 1), ("shipment_hold", "react", "quote", 1)],
 )  # fmt: skip
 def test_the_live_baseline_on_the_test_domain_replays(domain, agent, decide, votes, tmp_path):
     results = RESULTS / f"sopbench_{domain}.json"
