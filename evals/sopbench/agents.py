@@ -19,7 +19,7 @@ from typing import Any, Literal
 import openai
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel, Field, create_model
@@ -78,10 +78,17 @@ def _steps(messages: list[BaseMessage], chars: int | None = 500) -> list[dict[st
 
 
 def plain_text_tool(tool: BaseTool) -> BaseTool:
-    """The MCP tool, returning plain text; a tool error goes back to the model as its text."""
+    """The MCP tool, returning plain text; a tool error goes back to the model as its text,
+    in a message marked as an error (``status="error"``: the decide step leaves it out)."""
 
     async def call(**kwargs: Any) -> str:
-        return content_text(await tool.ainvoke(kwargs))
+        out = await tool.ainvoke(
+            {"name": tool.name, "args": kwargs, "id": "mcp", "type": "tool_call"}
+        )
+        text = content_text(out.content)
+        if out.status == "error":
+            raise ToolException(text)
+        return text
 
     return StructuredTool(
         name=tool.name,

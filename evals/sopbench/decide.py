@@ -116,13 +116,15 @@ def typed(value: Any) -> Any:
 def gathered(inputs: dict[str, Any], messages: list[BaseMessage]) -> dict[str, Any]:
     """The task's input, then every field of every tool result in call order (a field two
     results name keeps the later value); a result that is not a JSON object is kept whole
-    under its tool's name. The agent's own ``answer`` call is not data. Top-level values that
-    are numbers written as strings become numbers (``typed``): the rule's code compares them
-    with the SOP's thresholds."""
+    under its tool's name. The agent's own ``answer`` call is not data, nor is a failed call
+    of a tool that another call of it answered (the model had called such an error message as
+    a function); a failure no call made good stays (it may be the answer: "not found"). Top-level values that are numbers written as strings become numbers (``typed``):
+    the rule's code compares them with the SOP's thresholds."""
     data: dict[str, Any] = dict(inputs)
-    for m in messages:
-        if not isinstance(m, ToolMessage) or m.name == ANSWER_TOOL:
-            continue
+    results = [m for m in messages if isinstance(m, ToolMessage) and m.name != ANSWER_TOOL]
+    for m in results:
+        if m.status == "error" and any(o.name == m.name and o.status != "error" for o in results):
+            continue  # a tool that also answered: its failed call's error is not data
         value = _parsed(content_text(m.content))
         if isinstance(value, dict):
             data.update(value)

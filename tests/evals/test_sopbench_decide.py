@@ -274,3 +274,22 @@ def test_code_that_catches_its_own_errors_is_refused_unrun_and_goes_back_once():
     assert decision.errors[0] == CATCHES
     assert decision.errors[1] == "KeyError: 'days_since_delivery'"
     assert (decision.by, decision.answer) == ("agent", None)
+
+
+def test_a_failed_call_of_a_tool_that_also_answered_is_not_data_and_a_lone_failure_is():
+    from langchain_core.tools import StructuredTool, ToolException
+
+    async def score(product_id: str) -> str:
+        raise ToolException("score() got an unexpected keyword argument 'formId'")
+
+    tool = StructuredTool.from_function(
+        coroutine=score, name="score", description="a score", handle_tool_error=True
+    )
+    call = {"name": "score", "args": {"product_id": "P_1"}, "id": "c9", "type": "tool_call"}
+    failed = asyncio.run(tool.ainvoke(call))
+    assert failed.status == "error"  # what an agent's failed MCP call comes back as
+    ok = ToolMessage('{"score": 4}', tool_call_id="c10", name="score")
+    assert gathered({"product_id": "P_1"}, [failed, ok]) == {"product_id": "P_1", "score": 4}
+    # no later call answered it: the failure is what the procedure may decide on ("not found")
+    assert gathered({}, [failed]) == {"score": failed.content}
+    assert gathered({}, [ok, failed]) == {"score": 4}
