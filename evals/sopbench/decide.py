@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from sopgraph.evals.sopbench.agent_result import token_usage
 from sopgraph.nodes.agent_middleware import ANSWER_TOOL, content_text
+from sopgraph.nodes.codeact_window import parsed
 
 ATTEMPTS = 2  # the first reply, then once more with its error
 MAX_TOKENS = 1024  # a reply: the rule as code (the local model's default budget is 512)
@@ -118,8 +119,9 @@ def gathered(inputs: dict[str, Any], messages: list[BaseMessage]) -> dict[str, A
     results name keeps the later value); a result that is not a JSON object is kept whole
     under its tool's name. The agent's own ``answer`` call is not data, nor is a failed call
     of a tool that another call of it answered (the model had called such an error message as
-    a function); a failure no call made good stays (it may be the answer: "not found"). Top-level values that are numbers written as strings become numbers (``typed``):
-    the rule's code compares them with the SOP's thresholds."""
+    a function); a failure no call made good stays (it may be the answer: "not found").
+    Top-level values that are numbers written as strings become numbers (``typed``): the
+    rule's code compares them with the SOP's thresholds."""
     data: dict[str, Any] = dict(inputs)
     results = [m for m in messages if isinstance(m, ToolMessage) and m.name != ANSWER_TOOL]
     for m in results:
@@ -207,11 +209,8 @@ def _scope_nodes(tree: ast.AST):
 def catches(code: str) -> bool:
     """The code has a ``try`` of its own: an error it catches is an answer the host never
     sees fail (a value the data lacks turned into a default label)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return False
-    return any(isinstance(n, ast.Try | ast.TryStar) for n in ast.walk(tree))
+    tree = parsed(code)
+    return tree is not None and any(isinstance(n, ast.Try | ast.TryStar) for n in ast.walk(tree))
 
 
 def as_function(code: str) -> str:
@@ -219,9 +218,8 @@ def as_function(code: str) -> str:
     written as an early exit) run as the body of one: a bare ``return`` returns ``answer``,
     ``return x`` returns ``x``, and ``answer`` is what the body returns. Any other code is
     returned unchanged."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = parsed(code)
+    if tree is None:
         return code
     returns = [n for n in _scope_nodes(tree) if isinstance(n, ast.Return)]
     if not returns:

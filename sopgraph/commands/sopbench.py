@@ -56,8 +56,8 @@ def register(sub: Any) -> None:
         type=int,
         default=1,
         metavar="N",
-        help="with --decide code or quote: sample N-1 more replies of the rule as code and take the "
-        "answer most usable replies give (default: %(default)s, the greedy reply alone)",
+        help="with --decide code or quote: sample N-1 more replies of the rule as code and take "
+        "the answer most usable replies give (default: %(default)s, the greedy reply alone)",
     )
     p.add_argument(
         "--bloat",
