@@ -13,6 +13,7 @@ import json
 import math
 import statistics
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -44,33 +45,52 @@ class AlwaysFalse:
         return Outcome(verdict=Verdict(value="false", explanation="baseline"), executor=self.name)
 
 
-async def _run(
-    sop_dir: Path,
-    scenarios: list[Scenario],
-    *,
-    arch: str,
-    model: Any,
-    lm: Any,
-    baseline: bool,
-    progress: Path | None = None,
-) -> list[tuple[AlarmOutcome, RunResult]]:
-    session = Session(
-        sop_dir, checkpoint="memory", approval="approve", arch=arch, model=model, lm=lm
-    )
+def _session(
+    sop_dir: Path, *, arch: str, model: Any, lm: Any, baseline: bool, pool: Any = None
+) -> Session:
+    session = Session(sop_dir, checkpoint="memory", approval="approve", arch=arch, model=model,
+                      lm=lm, mcp_pool=pool)  # fmt: skip
     if baseline:  # before the graph is compiled in __aenter__
         session.services.chain = ExecutorChain([AlwaysFalse()])
         session.services.router = None
+    return session
+
+
+async def _alarms(
+    session: Session, scenarios: list[Scenario], progress: Path | None = None
+) -> list[tuple[AlarmOutcome, RunResult]]:
     out = []
-    async with session:
-        for sc in scenarios:  # one alarm at a time: one local model process computes one request
-            began = time.perf_counter()
-            result = await session.run(sc.input, thread_id=f"{sc.alarm_id}-{time.monotonic_ns()}")
-            row = (compare(sc, result, (time.perf_counter() - began) * 1000), result)
-            out.append(row)
-            if progress is not None:  # a long live run keeps every finished alarm
-                with progress.open("a") as f:
-                    f.write(json.dumps(_alarm_row(*row), default=str) + "\n")
+    for sc in scenarios:  # one alarm at a time: one local model process computes one request
+        began = time.perf_counter()
+        result = await session.run(sc.input, thread_id=f"{sc.alarm_id}-{time.monotonic_ns()}")
+        row = (compare(sc, result, (time.perf_counter() - began) * 1000), result)
+        out.append(row)
+        if progress is not None:  # a long live run keeps every finished alarm
+            with progress.open("a") as f:
+                f.write(json.dumps(_alarm_row(*row), default=str) + "\n")
     return out
+
+
+async def _three_runs(
+    sop_dir: Path, scenarios: list[Scenario], *, arch: str, model: Any, lm: Any,
+    progress: Path | None,
+) -> tuple[list, float, list, list]:  # fmt: skip
+    """The model's run (and its seconds), then the compiled tools' and the all-false
+    baseline's on the same alarms, over one start of the SOP's MCP servers (a replay's time
+    was mostly three starts)."""
+    async with AsyncExitStack() as stack:
+        began = time.perf_counter()
+        first = _session(sop_dir, arch=arch, model=model, lm=lm, baseline=False)
+        await stack.enter_async_context(first)
+        rows = await _alarms(first, scenarios, progress)
+        model_s = time.perf_counter() - began
+        runs = []
+        for baseline in (False, True):  # the same servers: a started pool is not restarted
+            other = _session(sop_dir, arch="direct", model=None, lm=None, baseline=baseline,
+                             pool=first.pool)  # fmt: skip
+            await stack.enter_async_context(other)
+            runs.append(await _alarms(other, scenarios))
+    return rows, model_s, runs[0], runs[1]
 
 
 def node_verdicts(sc: Scenario, result: RunResult) -> tuple[int, int]:
@@ -160,18 +180,13 @@ def run_model_triage(
 
     ``progress``: a JSON Lines file that gets each alarm's row as soon as it is done.
     """
-    began = time.perf_counter()
-    rows = asyncio.run(_run(sop_dir, scenarios, arch=arch, model=model, lm=lm, baseline=False,
-                            progress=progress))  # fmt: skip
-    model_s = time.perf_counter() - began
+    rows, model_s, direct, false = asyncio.run(
+        _three_runs(sop_dir, scenarios, arch=arch, model=model, lm=lm, progress=progress)
+    )
     by_id = {sc.alarm_id: sc for sc in scenarios}
     pairs = [node_verdicts(by_id[o.alarm_id], r) for o, r in rows]
     compared = sum(n for _, n in pairs)
     seconds = [o.ms / 1000 for o, _ in rows]
-    direct = asyncio.run(_run(sop_dir, scenarios, arch="direct", model=None, lm=None,
-                              baseline=False))  # fmt: skip
-    false = asyncio.run(_run(sop_dir, scenarios, arch="direct", model=None, lm=None,
-                             baseline=True))  # fmt: skip
     n = len(rows)
     return {
         "arch": arch,

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fc_world import fc_home, fc_world  # noqa: F401
+from side_by_side import side_by_side
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "evals" / "model_results"
@@ -162,16 +164,32 @@ def _codeact_settings(name: str) -> dict[str, str]:
     return {**BEFORE, **(SAMPLED if "_sampled_" in name else {})}
 
 
+def _triage_replay(run: str, home: Path) -> dict:
+    name = run.removesuffix("_eval")
+    cmd, *args = TRIAGE_RUNS[run]
+    settings = _codeact_settings(name) if "codeact" in name else None
+    n = min(REPLAYED, _live(name)["n"])
+    return _replay(name, *args, "--alarms", str(n), home=home, command=cmd, settings=settings)
+
+
+@pytest.fixture(scope="module")
+def triage_replays(request, fc_home, tmp_path_factory):  # noqa: F811
+    """The selected triage replays, started side by side, each over its own copy of the world."""
+
+    def start(params: dict, folder: Path) -> dict:
+        shutil.copytree(fc_home, folder / "home")
+        return _triage_replay(params["run"], folder / "home")
+
+    yield from side_by_side(request, tmp_path_factory, "test_model_triage_replays", start)
+
+
 @pytest.mark.parametrize("run", list(TRIAGE_RUNS))
-def test_model_triage_replays(fc_home, run):  # noqa: F811
+def test_model_triage_replays(triage_replays, run, request):
     """Each live triage run (CodeAct, sub-agent) replays alike, figure for figure."""
     name = run.removesuffix("_eval")
     live = _live(name)
-    cmd, *args = TRIAGE_RUNS[run]
-    settings = _codeact_settings(name) if "codeact" in name else None
     n = min(REPLAYED, live["n"])
-    out = _replay(name, *args, "--alarms", str(n), home=fc_home, command=cmd,
-                  settings=settings)  # fmt: skip
+    out = triage_replays[request.node.callspec.id].result()
     _check_replayed(out)
     got = [(a["alarm_id"], a["correct"], a["status"], a["tokens"]) for a in out["per_alarm"]]
     want = [(a["alarm_id"], a["correct"], a["status"], a["tokens"]) for a in live["per_alarm"]]

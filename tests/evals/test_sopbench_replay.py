@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from side_by_side import side_by_side
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "evals" / "model_results"
@@ -30,6 +31,49 @@ DOMAINS = ROOT / "tests" / "data" / "sopbench"
 FIGURES = ("n", "completed", "correct_strict", "correct_lenient", "tokens_per_task")
 
 pytestmark = pytest.mark.slow
+
+
+def _names(domain: str, agent: str, decide: str, votes: int) -> tuple[dict, str, str]:
+    """The live run's figures, its cassette's name and its run folder's name."""
+    key, name, run_dir = agent, agent, agent
+    if decide != "none":
+        key, name, run_dir = (
+            f"{agent}+decide-{decide}",
+            f"{agent}_decide-{decide}",
+            f"{agent}-decide-{decide}",
+        )
+    if votes > 1:  # the same cassette: the greedy run's exchanges, then the sampled replies
+        key, run_dir = f"{key}-votes{votes}", f"{run_dir}-votes{votes}"
+    results = RESULTS / f"sopbench_{domain}.json"
+    if not results.exists():
+        pytest.skip(f"{results.name} was not recorded live")
+    return json.loads(results.read_text())[key], name, run_dir
+
+
+def _replay(domain: str, agent: str, decide: str, votes: int, home: Path):
+    live, name, _ = _names(domain, agent, decide, votes)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
+    cassette = ROOT / "tests" / "cassettes" / f"sopbench_{domain}_{name}.jsonl"
+    env.update(SOPGRAPH_MODEL="local", SOPGRAPH_CASSETTE=str(cassette),
+               SOPGRAPH_CASSETTE_MODE="replay", SOPGRAPH_HOME=str(home))  # fmt: skip
+    n = str(live["summary"]["n"])
+    command = ["bench", "sopbench", str(DOMAINS / domain), "--agent", agent, "--tasks", n, "--seed", "0",
+               "--decide", decide, "--votes", str(votes)]  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "sopgraph", *command, "--json"],
+        env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def replays(request, tmp_path_factory):
+    """The selected replays, started side by side, each with a home of its own."""
+
+    def start(params: dict, home: Path):
+        return home, _replay(**params, home=home)
+
+    test = "test_the_live_baseline_on_the_test_domain_replays"
+    yield from side_by_side(request, tmp_path_factory, test, start)
 
 
 @pytest.mark.parametrize(
@@ -42,36 +86,17 @@ pytestmark = pytest.mark.slow
      ("refund_check", "fc", "quote", 1), ("refund_check", "react", "quote", 1),
      ("shipment_hold", "fc", "quote", 1), ("shipment_hold", "react", "quote", 1)],
 )  # fmt: skip
-def test_the_live_baseline_on_the_test_domain_replays(domain, agent, decide, votes, tmp_path):
-    results = RESULTS / f"sopbench_{domain}.json"
-    if not results.exists():
-        pytest.skip(f"{results.name} was not recorded live")
-    key, name, run_dir = agent, agent, agent
-    if decide != "none":
-        key, name, run_dir = (
-            f"{agent}+decide-{decide}",
-            f"{agent}_decide-{decide}",
-            f"{agent}-decide-{decide}",
-        )
-    if votes > 1:  # the same cassette: the greedy run's exchanges, then the sampled replies
-        key, run_dir = f"{key}-votes{votes}", f"{run_dir}-votes{votes}"
-    live = json.loads(results.read_text())[key]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
-    cassette = ROOT / "tests" / "cassettes" / f"sopbench_{domain}_{name}.jsonl"
-    env.update(SOPGRAPH_MODEL="local", SOPGRAPH_CASSETTE=str(cassette),
-               SOPGRAPH_CASSETTE_MODE="replay", SOPGRAPH_HOME=str(tmp_path))  # fmt: skip
+def test_the_live_baseline_on_the_test_domain_replays(
+    domain, agent, decide, votes, replays, request
+):
+    live, _, run_dir = _names(domain, agent, decide, votes)
+    home, proc = replays[request.node.callspec.id].result()
     n = str(live["summary"]["n"])
-    command = ["bench", "sopbench", str(DOMAINS / domain), "--agent", agent, "--tasks", n, "--seed", "0",
-               "--decide", decide, "--votes", str(votes)]  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "sopgraph", *command, "--json"],
-        env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
-    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "no recorded response" not in proc.stderr
     (run,) = json.loads(proc.stdout)["runs"]
     assert {k: run["summary"][k] for k in FIGURES} == {k: live["summary"][k] for k in FIGURES}
-    records = tmp_path / "sopbench" / domain / f"{run_dir}-n{n}-s0" / "records.jsonl"
+    records = home / "sopbench" / domain / f"{run_dir}-n{n}-s0" / "records.jsonl"
     rows = [json.loads(line) for line in records.read_text().splitlines()]
     assert [r["answer"] for r in rows] == live["answers"]
     if decide != "none":  # which answers the code gave, and the agent's it replaced
