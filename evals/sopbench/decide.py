@@ -197,10 +197,14 @@ def checked_answer(
     return out, None
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
 def _scope_nodes(tree: ast.AST):
     """The nodes of ``tree`` outside any function, lambda or class it defines."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+        if isinstance(node, _SCOPES):
             continue
         yield node
         yield from _scope_nodes(node)
@@ -213,20 +217,46 @@ def catches(code: str) -> bool:
     return tree is not None and any(isinstance(n, ast.Try | ast.TryStar) for n in ast.walk(tree))
 
 
+def _stray_breaks(nodes: Any) -> Any:
+    """The ``break`` statements among ``nodes`` outside any loop, function or class (a
+    SyntaxError as written); a loop's ``else`` is outside that loop."""
+    for node in nodes:
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, ast.Break):
+            yield node
+        elif isinstance(node, _LOOPS):
+            yield from _stray_breaks(node.orelse)
+        else:
+            yield from _stray_breaks(ast.iter_child_nodes(node))
+
+
+class _Exit(ast.NodeTransformer):
+    def __init__(self, breaks: set[int]):
+        self.breaks = breaks
+
+    def visit_Break(self, node: ast.Break) -> ast.AST:
+        if id(node) not in self.breaks:
+            return node
+        return ast.copy_location(ast.Return(ast.Name("answer", ast.Load())), node)
+
+
 def as_function(code: str) -> str:
-    """Code that ``return``s outside a function (the procedure's "no further step applies"
-    written as an early exit) run as the body of one: a bare ``return`` returns ``answer``,
-    ``return x`` returns ``x``, and ``answer`` is what the body returns. Any other code is
-    returned unchanged."""
+    """Code that ``return``s outside a function or ``break``s outside a loop (the procedure's
+    "no further step applies" written as an early exit) run as the body of one: a bare
+    ``return`` or such a ``break`` returns ``answer``, ``return x`` returns ``x``, and
+    ``answer`` is what the body returns. Any other code is returned unchanged."""
     tree = parsed(code)
     if tree is None:
         return code
     returns = [n for n in _scope_nodes(tree) if isinstance(n, ast.Return)]
-    if not returns:
+    breaks = {id(n) for n in _stray_breaks(tree.body)}
+    if not returns and not breaks:
         return code
     for node in returns:
         if node.value is None:
             node.value = ast.Name("answer", ast.Load())
+    tree = _Exit(breaks).visit(tree)
     rule = ast.FunctionDef(
         name="__sopgraph_rule",
         args=ast.arguments([], [], None, [], [], None, []),

@@ -231,7 +231,7 @@ def test_quote_asks_for_the_sop_sentence_above_each_step_and_code_asks_the_same_
     assert QUOTE in model.asked[0][0][-1].content
 
 
-def test_an_early_return_outside_a_function_runs_as_the_rule_s_body():
+def test_an_early_return_or_break_outside_a_function_or_loop_runs_as_the_rule_s_body():
     # "if the order is not found ... no further step applies", written as a bare return
     rule = (
         "```python\nif data.get('status') != 'delivered':\n"
@@ -239,7 +239,8 @@ def test_an_early_return_outside_a_function_runs_as_the_rule_s_body():
         'answer = {"refund_decision": "Approved" if data["daysSinceDelivery"] <= 30 else "Rejected"}\n```'
     )
     returned = rule.replace("    return\n", "    return answer\n")
-    for reply in (rule, returned):
+    broken = rule.replace("    return\n", "    break\n")  # the same exit written as a `break`
+    for reply in (rule, returned, broken):
         decision = asyncio.run(
             decide_by_code(_model(reply), SOP, {}, _conversation(), ALLOWED, None)
         )
@@ -252,6 +253,16 @@ def test_an_early_return_outside_a_function_runs_as_the_rule_s_body():
     assert as_function('answer = {"refund_decision": "Approved"}') == (
         'answer = {"refund_decision": "Approved"}'
     )
+    # a loop's own break stays; one in its `else`, outside any loop, is the rule's exit
+    looped = (
+        "for k in data:\n    if k == 'status':\n        break\nelse:\n    answer = 1\n    break\n"
+    )
+    assert as_function(looped.split("else")[0]) == looped.split("else")[0]
+    body = as_function(looped + "answer = 2")
+    assert body.count("break") == 1 and "    return answer" in body
+    for data, want in (({"status": "x"}, 2), ({"order_id": "O_1"}, 1)):
+        out = asyncio.run(run_code(program(as_function(looped + "answer = 2"), data)))
+        assert json.loads(out.stdout.split(MARK)[1]) == want
 
 
 def test_code_that_catches_its_own_errors_is_refused_unrun_and_goes_back_once():
