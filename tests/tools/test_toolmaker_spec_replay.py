@@ -75,8 +75,8 @@ RUNS = {
     ],  # fmt: skip
 }
 WHOLE = {"sop_d_r", "sop_d_r_enum", "other_sop_d_r_enum"}
-# 3 since 2026-11-29 (session 19: CI 28.5 min locally with the quoting decide step's replays)
-PART = 3
+# 2 since 2026-12-01 (session 20: a fresh clone took 29.6 min on a slower VM; 3 before)
+PART = 2
 REPLAY_WHOLE = bool(os.environ.get("SOPGRAPH_REPLAY_WHOLE"))  # read before clean_env clears it
 TAPE_OF: dict[str, str] = {}  # a run replayed from another run's cassette (none now)
 RECORDED = [name for name in RUNS if (RESULTS / f"toolmaker_spec_{name}.json").exists()]
