@@ -372,7 +372,7 @@ class _BaselineAgent(McpToolsAgent):
             self._structured = data
             answer = {c: str(data.get(c, "")) for c in self.columns}
         result = ended(messages, start, None, answer)
-        if self.decide in ("code", "quote") and result.error is None:
+        if self.decide in ("code", "quote", "verify") and result.error is None:
             await self._decide_by_code(task, messages, result, start)
         return result
 
@@ -381,20 +381,17 @@ class _BaselineAgent(McpToolsAgent):
     ) -> None:
         """The SOP's rule applied by code over the gathered data (``decide.py``): its answer
         replaces the agent's when usable; the step is kept in the result either way."""
-        from sopgraph.evals.sopbench.decide import Decision, decide_by_code
+        from sopgraph.evals.sopbench.decide import Decision, decide_by_code, decide_verified
 
         allowed = {c: allowed_values(self.domain.sop_text, c) for c in self.columns}
+        args = (self.chat, self.domain.sop_text, task.inputs, messages, allowed, result.answer)
         try:
-            decision = await decide_by_code(
-                self.chat,
-                self.domain.sop_text,
-                task.inputs,
-                messages,
-                allowed,
-                result.answer,
-                votes=self.votes,
-                quote=self.decide == "quote",
-            )
+            if self.decide == "verify":
+                decision = await decide_verified(*args)
+            else:
+                decision = await decide_by_code(
+                    *args, votes=self.votes, quote=self.decide == "quote"
+                )
         except Exception as exc:  # noqa: BLE001 - the agent's answer stands; the reason is kept
             if _unreachable(exc):
                 raise  # no model to ask: stop the run (it resumes)

@@ -17,6 +17,13 @@ prompt are sampled and judged the same way, and the answer most of the usable re
 taken (self-consistency; a tie goes to the greedy reply). The agent's run is unchanged (its
 exchanges are the same), so the step can be measured on the same gathered data against the
 agent's own answer.
+
+``--decide verify`` checks the code's answer before it overrides the agent's: the quoting
+step (``quote``) runs first; its answer replaces an agent answer that decides nothing (a value
+such as "Unable to Decide": ``abstains``), and replaces a decided one only when the plain
+code step (``code``), asked only then, gives the same answer. Otherwise the agent's stands
+(``decide_verified``). One code reply is one sample; two prompts that agree are evidence, one
+alone is a guess against an answer the agent derived from the same data.
 """
 
 from __future__ import annotations
@@ -76,6 +83,17 @@ RETRY = """That code did not give a usable answer: {error}
 Write the whole code again, fixed. Reply with one ```python block."""
 
 
+# Words of a value that names no decision: the agent's "Unable to Decide", "Inconclusive"
+_ABSTAINS = re.compile(
+    r"\b(unable|cannot|can't|undecided|undetermined|inconclusive|unknown|insufficient)\b", re.I
+)
+
+
+def abstains(answer: dict[str, str] | None) -> bool:
+    """The agent decided nothing: no answer, or a value saying it could not decide."""
+    return answer is None or any(_ABSTAINS.search(str(v)) for v in answer.values())
+
+
 class Decision(BaseModel):
     """One decide-by-code step, kept whole in the task's record."""
 
@@ -87,6 +105,8 @@ class Decision(BaseModel):
     errors: list[str] = Field(default_factory=list)  # why each unusable reply was refused
     attempts: int = 0
     votes: list[dict[str, Any]] = Field(default_factory=list)  # each reply voted on, judged
+    why: str = ""  # ``verify``: why the answer it took is the one taken
+    steps: list[dict[str, Any]] = Field(default_factory=list)  # ``verify``: its quote and code
     tokens: dict[str, int] = Field(default_factory=dict)
     seconds: float = 0.0
 
@@ -367,4 +387,60 @@ async def decide_by_code(
         decision.by, decision.answer = "code", answer
     decision.tokens = token_usage(replies)
     decision.seconds = round(time.perf_counter() - start, 4)
+    return decision
+
+
+async def decide_verified(
+    model: Any,
+    sop: str,
+    inputs: dict[str, Any],
+    messages: list[BaseMessage],
+    allowed: dict[str, list[str]],
+    agent_answer: dict[str, str] | None,
+) -> Decision:
+    """``--decide verify``: the quoting step's answer replaces an agent answer that decides
+    nothing; it replaces a decided one only when the plain code step agrees with it. The plain
+    step runs only where its answer can change the outcome (the quoting step's answer differs
+    from a decided agent answer, or the agent decided nothing and the quoting step gave no
+    usable answer). Both steps are kept in ``steps``."""
+    args = (model, sop, inputs, messages, allowed, agent_answer)
+    quoted = await decide_by_code(*args, quote=True)
+    steps = [quoted]
+    undecided = abstains(agent_answer)
+    answer, why = None, "the quoted code gave no usable answer: the agent's stands"
+    if quoted.answer is not None and undecided:
+        answer, why = quoted.answer, "the agent decided nothing: the quoted code's answer"
+    elif quoted.answer is not None and quoted.answer == agent_answer:
+        why = "the quoted code agrees with the agent"
+    elif undecided or quoted.answer is not None:
+        plain = await decide_by_code(*args)
+        steps.append(plain)
+        if undecided:
+            answer = plain.answer
+            why = (
+                "the agent decided nothing and the quoted code gave no usable answer: the plain "
+                + ("code's answer" if answer else "code gave none either; the agent's stands")
+            )
+        elif plain.answer == quoted.answer:
+            answer, why = quoted.answer, "the quoted and the plain code agree against the agent"
+        elif plain.answer is None:
+            why = "the plain code gave no usable answer to check the quoted one: the agent's stands"
+        else:
+            why = "the quoted and the plain code disagree: the agent's answer stands"
+    last = steps[-1]
+    decision = Decision(
+        by="code" if answer is not None else "agent",
+        answer=answer,
+        agent_answer=agent_answer,
+        code=last.code,
+        printed=last.printed,
+        errors=[e for step in steps for e in step.errors],
+        attempts=sum(step.attempts for step in steps),
+        why=why,
+        steps=[step.model_dump() for step in steps],
+        seconds=round(sum(step.seconds for step in steps), 4),
+    )
+    for step in steps:
+        for k, v in step.tokens.items():
+            decision.tokens[k] = decision.tokens.get(k, 0) + v
     return decision

@@ -44,12 +44,14 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="sample and distractor seed (default: 0)")
     p.add_argument(
         "--decide",
-        choices=["none", "code", "quote"],
+        choices=["none", "code", "quote", "verify"],
         default="none",
         help="fc/react: code: after the agent answers, the model writes the SOP's decision rule "
         "as Python over the data the agent gathered, run in the sandbox; its answer replaces "
         "the agent's when it is one the SOP allows; quote: the same, each step of the code "
-        "under the SOP's sentence it applies, copied as a comment (default: %(default)s)",
+        "under the SOP's sentence it applies, copied as a comment; verify: quote's answer "
+        'replaces an agent answer that decides nothing ("Unable to Decide"), and a decided '
+        "one only when code gives the same answer (default: %(default)s)",
     )
     p.add_argument(
         "--votes",
@@ -151,7 +153,8 @@ def _progress(record: dict[str, Any], i: int, n: int) -> None:
         votes = decided.get("votes") or []
         agreed = sum(v["answer"] == decided["answer"] for v in votes) if decided["answer"] else 0
         tally = f", {agreed} of {len(votes)} votes" if votes else ""
-        state += f" (decided by {decided['by']}{tally})"
+        why = f": {decided['why']}" if decided.get("why") else ""
+        state += f" (decided by {decided['by']}{tally}{why})"
     print(
         f"  task {i}/{n} {record['task_id']}: {state}, {record['seconds']:.1f} s",
         file=sys.stderr,
@@ -261,7 +264,7 @@ def cmd_sopbench(args: argparse.Namespace) -> int:
     if args.tasks is not None and args.tasks < 1:
         print("error: --tasks must be 1 or more (leave it out for every task)", file=sys.stderr)
         return 2
-    if args.votes < 1 or (args.votes > 1 and args.decide == "none"):
+    if args.votes < 1 or (args.votes > 1 and args.decide not in ("code", "quote")):
         print(
             f"error: --votes {args.votes}: give a count of at least 1, and more than 1 only "
             "with --decide code or quote",

@@ -14,11 +14,13 @@ from sopgraph.evals.sopbench.decide import (
     MARK,
     QUOTE,
     UNREAD,
+    abstains,
     as_function,
     catches,
     checked_answer,
     decide_by_code,
     decide_prompt,
+    decide_verified,
     gathered,
     program,
     typed,
@@ -304,3 +306,59 @@ def test_a_failed_call_of_a_tool_that_also_answered_is_not_data_and_a_lone_failu
     # no later call answered it: the failure is what the procedure may decide on ("not found")
     assert gathered({}, [failed]) == {"score": failed.content}
     assert gathered({}, [ok, failed]) == {"score": 4}
+
+
+REJECT = '```python\nanswer = {"refund_decision": "Rejected" if data["daysSinceDelivery"] > 30 else "Approved"}\n```'
+APPROVE = '```python\nanswer = {"refund_decision": "Approved" if data["daysSinceDelivery"] > 0 else "Rejected"}\n```'
+FAILS = '```python\nanswer = {"refund_decision": data["no_such_field"]}\n```'
+
+
+def _verified(replies: list[str], agent: dict | None) -> tuple:
+    model = _Recording(messages=iter(AIMessage(x) for x in replies))
+    model.asked = []
+    decision = asyncio.run(decide_verified(model, SOP, {}, _conversation(), ALLOWED, agent))
+    quoted = [QUOTE.strip() in m[1].content for m, _ in model.asked]  # m[1]: the prompt
+    return decision, quoted
+
+
+def test_abstaining_answers_decide_nothing():
+    assert abstains(None) and abstains({"hazard_class": "Unable to Decide"})
+    assert abstains({"enforcement_action": "Inconclusive"})
+    assert not abstains({"hazard_class": "Hazard Class B"})
+    assert not abstains({"refund_decision": "Rejected", "note": "refund approved"})
+
+
+def test_verify_keeps_a_decided_agent_answer_the_quoted_code_alone_contradicts():
+    approved = {"refund_decision": "Approved"}
+    # the quoted code says Rejected, the plain code Approved: no agreement, the agent stands
+    decision, quoted = _verified([REJECT, APPROVE], approved)
+    assert (decision.by, decision.answer, quoted) == ("agent", None, [True, False])
+    assert "disagree" in decision.why and len(decision.steps) == 2
+    # both say Rejected: the agent's Approved is replaced
+    decision, quoted = _verified([REJECT, REJECT], approved)
+    assert (decision.by, decision.answer) == ("code", {"refund_decision": "Rejected"})
+    assert "agree against the agent" in decision.why
+    assert decision.attempts == 2 and [s["answer"] for s in decision.steps] == [decision.answer] * 2
+    # the quoted code agrees with the agent: the plain code is never asked
+    decision, quoted = _verified([APPROVE], approved)
+    assert (decision.by, quoted) == ("agent", [True])
+    # the quoted code fails twice: the agent stands, nothing more is asked
+    decision, quoted = _verified([FAILS, FAILS], approved)
+    assert (decision.by, quoted, len(decision.errors)) == ("agent", [True, True], 2)
+    assert "KeyError" in decision.errors[0]
+
+
+def test_verify_takes_the_code_answer_where_the_agent_decided_nothing():
+    unable = {"refund_decision": "Unable to Decide"}
+    decision, quoted = _verified([REJECT], unable)
+    assert (decision.by, decision.answer, quoted) == (
+        "code",
+        {"refund_decision": "Rejected"},
+        [True],
+    )
+    # the quoted code gives nothing usable: the plain code is asked, its answer taken
+    decision, quoted = _verified([FAILS, FAILS, REJECT], unable)
+    assert (decision.answer, quoted) == ({"refund_decision": "Rejected"}, [True, True, False])
+    assert [s["by"] for s in decision.steps] == ["agent", "code"]
+    decision, _ = _verified([FAILS, FAILS, FAILS, FAILS], unable)
+    assert (decision.by, decision.answer, decision.attempts) == ("agent", None, 4)

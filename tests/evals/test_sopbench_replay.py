@@ -10,6 +10,8 @@ the key ``<A>+decide-code``, its exchanges in ``sopbench_refund_check_<A>_decide
 ``--votes 3`` (key ``<A>+decide-code-votes3``) the decide-code cassette holds the sampled
 replies too, after the exchanges of the greedy run. ``--decide quote`` (key ``<A>+decide-quote``,
 cassette ``..._<A>_decide-quote.jsonl``) is the same agents' run with the quoting decide step.
+``--decide verify`` (key ``<A>+decide-verify``) asks only what those two runs asked (the quoting
+step's prompts, then the plain step's), so it replays from their two cassettes concatenated.
 The domains are our own text, so both can be committed (SOP-Bench's own runs cannot).
 """
 
@@ -54,6 +56,10 @@ def _replay(domain: str, agent: str, decide: str, votes: int, home: Path):
     live, name, _ = _names(domain, agent, decide, votes)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
     cassette = ROOT / "tests" / "cassettes" / f"sopbench_{domain}_{name}.jsonl"
+    if decide == "verify":  # the quote run's exchanges, then the code run's
+        parts = [cassette.with_name(cassette.name.replace("verify", m)) for m in ("quote", "code")]
+        cassette = home / "cassette.jsonl"
+        cassette.write_text("".join(p.read_text() for p in parts))
     env.update(SOPGRAPH_MODEL="local", SOPGRAPH_CASSETTE=str(cassette),
                SOPGRAPH_CASSETTE_MODE="replay", SOPGRAPH_HOME=str(home))  # fmt: skip
     n = str(live["summary"]["n"])
@@ -84,7 +90,9 @@ def replays(request, tmp_path_factory):
      ("refund_check", "fc", "code", 3), ("refund_check", "react", "code", 3),
      ("shipment_hold", "fc", "code", 3), ("shipment_hold", "react", "code", 3),
      ("refund_check", "fc", "quote", 1), ("refund_check", "react", "quote", 1),
-     ("shipment_hold", "fc", "quote", 1), ("shipment_hold", "react", "quote", 1)],
+     ("shipment_hold", "fc", "quote", 1), ("shipment_hold", "react", "quote", 1),
+     ("refund_check", "fc", "verify", 1), ("refund_check", "react", "verify", 1),
+     ("shipment_hold", "fc", "verify", 1), ("shipment_hold", "react", "verify", 1)],
 )  # fmt: skip
 def test_the_live_baseline_on_the_test_domain_replays(
     domain, agent, decide, votes, replays, request
@@ -102,6 +110,9 @@ def test_the_live_baseline_on_the_test_domain_replays(
     if decide != "none":  # which answers the code gave, and the agent's it replaced
         assert [r["decided"]["by"] for r in rows] == live["decided_by"]
         assert [r["decided"]["agent_answer"] for r in rows] == live["agent_answers"]
+    if decide == "verify":  # why each answer was taken, as the run printed it
+        assert [r["decided"]["why"] for r in rows] == live["why"]
+        assert len(re.findall(r"\(decided by (?:code|agent): ", proc.stderr)) == len(rows)
     if votes > 1:  # every vote's answer, the greedy reply's first; each task's tally printed
         assert [[v["answer"] for v in r["decided"]["votes"]] for r in rows] == live["votes"]
         tallies = re.findall(rf"decided by (?:code|agent), (\d) of {votes} votes", proc.stderr)
