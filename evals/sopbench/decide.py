@@ -10,7 +10,9 @@ decision as Python over ``data`` (the task's input and every field its tools ret
 number written as a string given as the number); the code runs in the sandbox (generated
 code is untrusted), and its ``answer`` replaces the agent's when it has every output column
 (a bare value, where there is one column) and, where the SOP lists the allowed values, one
-of them. Code that never reads ``data`` (a constant answer) is refused without running. A
+of them. Each plain field of ``data`` is a variable too (``fields``: the model reads a few
+fields through ``data`` and writes the rest as bare names, as the procedure does). Code that
+never reads ``data`` (a constant answer) is refused without running. A
 failure goes back to the model once with its error; when the second reply fails too, the
 agent's own answer stands. With ``votes`` above 1 (``--votes``), other replies to the same
 prompt are sampled and judged the same way, and the answer most of the usable replies give is
@@ -29,7 +31,9 @@ alone is a guess against an answer the agent derived from the same data.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
+import keyword
 import pprint
 import re
 import time
@@ -72,6 +76,7 @@ for word, as a `#` comment.
 """
 
 _READS = re.compile(r"\bdata\s*(\[|\.get\b)")
+_RESERVED = {"data", "answer", "json"}  # the program's own names
 UNREAD = "the code never reads `data`: apply the procedure's rule to its values"
 
 CATCHES = (
@@ -173,11 +178,42 @@ def decide_prompt(
     )
 
 
+def fields(data: dict[str, Any]) -> list[str]:
+    """The keys of ``data`` that the program also defines as variables: each that is a plain
+    name, not a keyword, a builtin or one of the program's own names. The small model reads
+    a few fields as ``data["x"]`` and then writes the rest as bare names, as the procedure
+    writes them (``NameError`` on our own shipment_hold and on SOP-Bench); a name that would
+    fail anyway now reads its field instead. A name the code assigns is the code's."""
+    return [
+        k
+        for k in data
+        if k.isidentifier()
+        and not keyword.iskeyword(k)
+        and not k.startswith("_")
+        and not hasattr(builtins, k)
+        and k not in _RESERVED
+    ]
+
+
+def reads(code: str, data: dict[str, Any]) -> bool:
+    """The code reads ``data``: indexes it, calls its ``get``, or reads a field's variable."""
+    if _READS.search(code):
+        return True
+    tree = parsed(code)
+    names = set(fields(data))
+    return tree is not None and any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names
+        for n in ast.walk(tree)
+    )
+
+
 def program(code: str, data: dict[str, Any]) -> str:
-    """The code the sandbox runs: ``data`` defined first, the answer printed last."""
+    """The code the sandbox runs: ``data`` defined first, each of its ``fields`` a variable
+    too, the answer printed last."""
     return (
         "import json\n"
         f"data = json.loads({json.dumps(data, default=str)!r})\n"
+        f"globals().update({{k: data[k] for k in {fields(data)!r}}})\n"
         f"{code}\n"
         f"print({MARK!r} + json.dumps(answer, default=str))\n"
     )
@@ -301,7 +337,7 @@ async def _attempt(
 
     code = extract_code(text) or text.strip()
     out: dict[str, Any] = {"code": code, "printed": "", "answer": None, "error": None}
-    if not _READS.search(code):  # a constant answer applies no rule: refused unrun
+    if not reads(code, data):  # a constant answer applies no rule: refused unrun
         out["error"] = UNREAD
         return out
     if catches(code):  # only the host decides whether the code succeeded

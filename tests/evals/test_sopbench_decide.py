@@ -21,8 +21,10 @@ from sopgraph.evals.sopbench.decide import (
     decide_by_code,
     decide_prompt,
     decide_verified,
+    fields,
     gathered,
     program,
+    reads,
     typed,
     voted,
 )
@@ -115,6 +117,30 @@ def test_the_code_runs_in_the_sandbox_over_the_data():
     result = asyncio.run(run_code(program(code, {"days": 41})))
     assert result.ok, result.error
     assert checked_answer(result.stdout, ALLOWED) == ({"refund_decision": "Rejected"}, None)
+
+
+def test_each_plain_field_is_a_variable_too_and_a_name_the_code_assigns_is_its_own():
+    data = {"order_id": "O_1", "daysSinceDelivery": 41, "id": 7, "max": 2, "data": 0,
+            "answer": "x", "_private": 1, "two words": 1, "class": 1}  # fmt: skip
+    # builtins, keywords, the program's own names and non-names stay keys of `data` only
+    assert fields(data) == ["order_id", "daysSinceDelivery"]
+    # the small model reads one field through `data`, then writes the next as a bare name
+    code = (
+        'order = data["order_id"]\n'
+        'answer = {"refund_decision": "Rejected" if daysSinceDelivery > 30 else "Approved"}'
+    )
+    result = asyncio.run(run_code(program(code, data)))
+    assert result.ok, result.error
+    assert checked_answer(result.stdout, ALLOWED) == ({"refund_decision": "Rejected"}, None)
+    mine = "daysSinceDelivery = 3\nanswer = {'refund_decision': 'Approved' if daysSinceDelivery <= 30 else 'x'}"
+    assert asyncio.run(run_code(program(mine, data))).stdout.strip().endswith('"Approved"}')
+    # a name that is no field still fails, so the host sees the error
+    unknown = asyncio.run(run_code(program("answer = {'refund_decision': days_since}", data)))
+    assert not unknown.ok and "days_since" in (unknown.error or "")
+    # reading a field's variable is reading the data; a constant is not
+    assert reads("answer = daysSinceDelivery > 30", data)
+    assert not reads("answer = {'refund_decision': 'Approved'}", data)
+    assert not reads("max = 3\nanswer = max", data)
 
 
 def _model(*replies: str) -> GenericFakeChatModel:
