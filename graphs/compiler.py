@@ -15,8 +15,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from sopgraph.graphs.approval import decide_approval
+from sopgraph.graphs.approval import DecisionError, decide_approval
 from sopgraph.graphs.executors import ExecutorChain, NodeServices, Unavailable
+from sopgraph.graphs.idempotency import ACTION_KEY, action_key
 from sopgraph.graphs.input_schema import (
     InputError,
     entry_nodes,
@@ -28,6 +29,7 @@ from sopgraph.graphs.routing import fired_children, unmatched_reason
 from sopgraph.graphs.run_spans import node_span, record_action, record_outcome
 from sopgraph.graphs.state import RunState
 from sopgraph.graphs.topology import nodes_in_cycles, parents_of, reachable
+from sopgraph.graphs.untrusted_text import serialisable
 
 APPROVAL_POLICIES = ("ask", "approve", "reject")
 
@@ -75,7 +77,7 @@ class _NodeRunner:
         ctx = self.services.context(node, state, run_id, self.parents)
         with node_span(node.id, node.kind) as span:
             if node.is_action:
-                return await self._action(ctx, config, span)
+                return await self._action(ctx, config, span, visits + 1)
             return await self._decide(ctx, span)
 
     async def _decide(self, ctx, span) -> Command:
@@ -154,23 +156,17 @@ class _NodeRunner:
         # a list of children, or a RouteDecision with ``children`` and ``detail``
         return list(getattr(result, "children", result)), None, getattr(result, "detail", None)
 
-    async def _action(self, ctx, config: RunnableConfig, span) -> Command:
+    async def _action(self, ctx, config: RunnableConfig, span, visit: int) -> Command:
         node = self.node
         conf = config.get("configurable") or {}
         policy = conf.get("approval", "ask")
-        approved, how, who = True, "not gated", None
+        key = action_key(str(conf.get("thread_id", "")), node.id, visit)
+        approved, how, who, refused_answers = True, "not gated", None, []
         if node.approval == "required":
             if policy == "ask":
-                answer = interrupt(
-                    {
-                        "node": node.id,
-                        "action": ctx.text or node.id,
-                        "cost": node.cost,
-                        "ask": "approve or reject",
-                    }
-                )
+                answer, refused_answers = self._ask(ctx, key)
                 approved, how = decide_approval(answer), "human"
-                who = answer.get("by") if isinstance(answer, dict) else None
+                who = answer.get("by")
             else:
                 approved, how = policy == "approve", f"policy:{policy}"
                 who = conf.get("approver")
@@ -185,10 +181,17 @@ class _NodeRunner:
         }
         if who:
             record["approver"] = who
+        if refused_answers:
+            record["refused_answers"] = refused_answers
         fired_on_error: list[str] = []
         outcome = None
         if approved and self.services.has_tool(node.tool_name):
-            outcome = await ExecutorChain([self.action_tool]).decide(node, ctx)
+            record["idempotency_key"] = ctx.idempotency_key = key
+            token = ACTION_KEY.set(key)  # every MCP call of the action carries it
+            try:
+                outcome = await ExecutorChain([self.action_tool]).decide(node, ctx)
+            finally:
+                ACTION_KEY.reset(token)
             record["result"] = outcome.verdict.observed if outcome.verdict else None
             if outcome.refused:
                 record["refused"] = outcome.error
@@ -218,6 +221,33 @@ class _NodeRunner:
         if "refused" in record:
             update["refused"] = {node.id: record["refused"]}
         return Command(update=update, goto=children)
+
+    def _ask(self, ctx, key: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Pause for the answer to this gated execution (``key``): an answer that does not name
+        it (a duplicate or stale answer meant for another gate, or one naming none) is refused
+        and the question asked again; ``(the answer, the refused answers)``."""
+        refused: list[dict[str, Any]] = []
+        while True:
+            question = {
+                "node": self.node.id,
+                "action": ctx.text or self.node.id,
+                "cost": self.node.cost,
+                "ask": "approve or reject",
+                "key": key,
+                "answer": {"decision": "approve|reject", "key": key},
+            }
+            if refused:
+                question["refused"] = refused
+            answer = interrupt(question)
+            if isinstance(answer, dict) and answer.get("key") == key:
+                try:
+                    decide_approval(answer)
+                    return answer, refused
+                except DecisionError as exc:
+                    why = str(exc)
+            else:
+                why = f"the answer names no key, or another gate's: this gate's key is {key!r}"
+            refused.append({"answer": serialisable(answer), "why": why})
 
 
 def compile_sop(

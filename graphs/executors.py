@@ -33,6 +33,8 @@ class ToolContext:
     run_id: str
     mcp: Any = None  # nodes.mcp.McpPool (or anything with `await call(server, tool, args)`)
     node: Node | None = None
+    # a gated execution's key (``graphs/idempotency.py``): the same when the action runs again
+    idempotency_key: str | None = None
 
     # The alarm fields the CodeAct sub-agent's prompt names (its recorded cassettes are keyed
     # on that prompt); tools read ``input`` instead.

@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
+from sopgraph.graphs.idempotency import ACTION_KEY, META_KEY
 from sopgraph.graphs.trace_tree import TreeExporter
 
 TRACE_MODES: tuple[str, ...] = ("console", "otlp")
@@ -223,11 +224,14 @@ def mcp_span(server: str, tool: str, transport: str = "pipe") -> Any:
 
 
 def mcp_meta() -> dict[str, Any] | None:
-    """The trace context for a request's ``params._meta`` (``traceparent``), or None when off."""
-    if _tracer is None:
-        return None
+    """What a request's ``params._meta`` carries: the trace context (``traceparent``) when
+    tracing is on, and the running gated action's idempotency key; None when neither."""
     carrier: dict[str, Any] = {}
-    propagate.inject(carrier)
+    if _tracer is not None:
+        propagate.inject(carrier)
+    key = ACTION_KEY.get()
+    if key is not None:
+        carrier[META_KEY] = key
     return carrier or None
 
 

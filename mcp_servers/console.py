@@ -223,8 +223,9 @@ class Console:
         if record is None:
             return _html(pages.message_page("No such run", f"no run {thread_id!r}", view), 404)
         lock = self._locks.setdefault(thread_id, asyncio.Lock())
+        gate = (form.get("interrupt") or "")[:200], (form.get("node") or "")[:200]
         async with lock:
-            problem = await self._resume(record, decision, caller.identity)
+            problem = await self._resume(record, decision, caller.identity, *gate)
         if problem is not None:
             return _html(pages.message_page("Not answered", problem, view, thread_id), 409)
         return _secure(
@@ -251,12 +252,16 @@ class Console:
             return None
         return record if self._shown(record) else None
 
-    async def _resume(self, record: RunRecord, decision: str, identity: str) -> str | None:
-        """Answer ``record``'s waiting approvals as ``identity``; why not, in one line, or None."""
+    async def _resume(
+        self, record: RunRecord, decision: str, identity: str, interrupt: str, node: str
+    ) -> str | None:
+        """Answer the gated action ``interrupt`` (at ``node``) of ``record`` as ``identity``;
+        why not, in one line, or None. The form names the gate it showed: an answer naming none
+        is refused, as is one for a gate another answer took or the run has left."""
         from sopgraph.runtime.runner import InputError, Session
 
-        if record.status != "interrupted":
-            return f"run {record.thread_id!r} is not waiting for a decision ({record.status})"
+        if not interrupt:
+            return "the answer names no gated action; reload the run's page and answer there"
         if not record.sop_path or not Path(record.sop_path).exists():
             return (
                 f"run {record.thread_id!r}: its SOP {record.sop_path or '(not recorded)'} is not "
@@ -269,7 +274,12 @@ class Console:
             )
             async with session:
                 await session.resume(
-                    record.thread_id, decision, approver=identity, approval=self.approval
+                    record.thread_id,
+                    decision,
+                    interrupt_id=interrupt or None,
+                    node=node or None,
+                    approver=identity,
+                    approval=self.approval,
                 )
         except InputError as exc:
             return str(exc)

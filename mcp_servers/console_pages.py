@@ -104,7 +104,10 @@ def message_page(
     return _page(title, body, caller)
 
 
-def _answer_form(thread_id: str, caller: CallerView, approval: str) -> str:
+def _answer_form(thread_id: str, caller: CallerView, approval: str, intr: dict) -> str:
+    """The buttons for one pending gated action: the form names its interrupt and node, so a
+    second click, or an answer arriving after the run moved on, is refused, never taken as the
+    answer to the next gate."""
     approve = (
         "<button class=approve name=decision value=approve>Approve</button>"
         if approval != "reject"
@@ -112,22 +115,24 @@ def _answer_form(thread_id: str, caller: CallerView, approval: str) -> str:
     )
     return (
         f"<form method=post action='{_run_url(thread_id)}/decision'>"
-        f"<input type=hidden name=csrf value='{_e(caller.csrf)}'>{approve}"
+        f"<input type=hidden name=csrf value='{_e(caller.csrf)}'>"
+        f"<input type=hidden name=interrupt value='{_e(intr.get('id'))}'>"
+        f"<input type=hidden name=node value='{_e(intr.get('node'))}'>{approve}"
         "<button class=reject name=decision value=reject>Reject</button></form>"
     )
 
 
 def _waiting(record: Any, caller: CallerView, approval: str) -> str:
-    items = "; ".join(
-        f"<b>{_e(i.get('node'))}</b>: {_e(i.get('action'))}"
-        + (f" (cost {_e(i.get('cost'))})" if i.get("cost") else "")
-        for i in record.result.interrupts
-    )
     link = f"<a href='{_run_url(record.thread_id)}'>{_e(record.thread_id)}</a>"
+    items = "".join(
+        f"<div class=gate data-interrupt='{_e(i.get('id'))}'><b>{_e(i.get('node'))}</b>: "
+        f"{_e(i.get('action'))}" + (f" (cost {_e(i.get('cost'))})" if i.get("cost") else "")
+        + f"<br>{_answer_form(record.thread_id, caller, approval, i)}</div>"
+        for i in record.result.interrupts
+    )  # fmt: skip
     return (
         f"<div class=waiting data-thread='{_e(record.thread_id)}'>run {link} "
-        f"({_e(record.sop_id or '?')}) waits for approval of {items}<br>"
-        f"{_answer_form(record.thread_id, caller, approval)}</div>"
+        f"({_e(record.sop_id or '?')}) waits for approval of{items}</div>"
     )
 
 

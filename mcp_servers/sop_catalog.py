@@ -89,7 +89,9 @@ class RunSummary(BaseModel):
     path: list[str] = Field(description="Node ids in execution order.")
     verdicts: dict[str, Verdict]
     actions: list[dict[str, Any]]
-    pending: list[dict[str, Any]] = Field(description="Gated actions awaiting a decision.")
+    pending: list[dict[str, Any]] = Field(
+        description="Gated actions awaiting a decision; resume_run names one by its id."
+    )
     unresolved: dict[str, str] = Field(description="Nodes that could not be decided, and why.")
     unmatched: dict[str, str] = Field(
         default_factory=dict, description="Nodes whose verdict matched no branch, and why."
@@ -104,8 +106,10 @@ class RunSummary(BaseModel):
     @classmethod
     def of(cls, result: Any, trail: bool = False) -> RunSummary:
         if result.status == "interrupted":
-            nodes = ", ".join(str(i.get("node")) for i in result.interrupts)
-            hint = f"call resume_run with decision 'approve' or 'reject' for {nodes}"
+            gates = ", ".join(
+                f"{i.get('node')} (interrupt_id {i.get('id')})" for i in result.interrupts
+            )
+            hint = f"call resume_run with decision 'approve' or 'reject' and the interrupt_id of {gates}"
         elif result.status == "refused":
             hint = "none: a data source refused this identity access (see unresolved)"
         elif result.status == "unresolved":

@@ -58,7 +58,8 @@ INSTRUCTIONS = """\
 sopgraph runs Standard Operating Procedures (SOPs) compiled into decision graphs.
 Call list_sops to see the SOPs, describe_sop to learn the input a SOP expects, then run_sop.
 A run that reaches a gated action (approval required) stops with status "interrupted";
-answer it with resume_run(run_id, "approve" or "reject"). get_run fetches any run by id.
+answer it with resume_run(run_id, "approve" or "reject", interrupt_id) naming the gated action
+shown (pending[].id). get_run fetches any run by id.
 The SOP text (YAML) and its Mermaid diagram are resources sop://<sop_id>/text and
 sop://<sop_id>/mermaid."""
 
@@ -298,6 +299,16 @@ def create_server(
             Literal["approve", "reject"],
             Field(description="'approve' executes the gated action; 'reject' skips it."),
         ],
+        interrupt_id: Annotated[
+            str,
+            Field(
+                description="The id of the pending gated action this answer is for: "
+                "'pending[].id' of the run as run_sop or get_run returned it. An answer "
+                "for a gate the run no longer waits on, or one another client answered "
+                "first, is refused and changes nothing.",
+                max_length=200,
+            ),
+        ],
         ctx: Context,
     ) -> RunSummary:
         """Answer the gated action an interrupted run is waiting on, and continue the run.
@@ -311,7 +322,12 @@ def create_server(
         session = await hub.run_session(run_id)
         with _input_errors():
             result = await session.resume(
-                run_id, decision, on_step=_reporter(ctx), approver=who, approval=ceiling
+                run_id,
+                decision,
+                interrupt_id=interrupt_id,
+                on_step=_reporter(ctx),
+                approver=who,
+                approval=ceiling,
             )
         return RunSummary.of(result)
 

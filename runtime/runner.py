@@ -17,8 +17,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from langgraph.types import Command
-
 from sopgraph.graphs.compiler import APPROVAL_POLICIES, compile_sop
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.input_schema import InputError, entry_nodes, validate_run_input
@@ -28,6 +26,7 @@ from sopgraph.graphs.run_spans import current_traceparent, record_run, workflow_
 from sopgraph.nodes.architectures import executors_for
 from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import ToolExecutor
+from sopgraph.runtime.answers import open_answer_book
 from sopgraph.runtime.checkpointers import (
     checkpoint_id,
     hold_log_rows,
@@ -35,12 +34,7 @@ from sopgraph.runtime.checkpointers import (
     track_nodes,
 )
 from sopgraph.runtime.journal import REPLAY, durable
-from sopgraph.runtime.resume import (
-    check_answer,
-    continues_killed_resume,
-    killed_resume_error,
-    within_policy,
-)
+from sopgraph.runtime.resume import answer_gate, take_over_resume, within_policy
 from sopgraph.runtime.run_result import RunResult, build_result
 from sopgraph.runtime.services import Services
 from sopgraph.tools.invocation_log import InvocationLog
@@ -150,6 +144,7 @@ class Session:
     async def __aenter__(self) -> Session:
         spec = self.checkpoint if self.checkpoint is not None else default_checkpoint_path()
         saver = await self._stack.enter_async_context(open_checkpointer(spec))
+        self.answers = await self._stack.enter_async_context(open_answer_book(spec))
         if hold_log_rows(saver, self.log):  # the rows held are written when the session ends
             self._stack.callback(self.log.flush)
         self.journal = track_nodes(saver, self.use_journal)  # before compiling: see journal.py
@@ -237,9 +232,23 @@ class Session:
         snapshot = None if fresh else await self.graph.aget_state(config)
         killed = None if fresh else self._killed_invocation(thread_id, snapshot)
         if killed is not None:
-            return await self._continue_journaled(
-                thread_id, killed, on_step, snapshot, policy, approver
-            )
+            if killed.kind != "resume":
+                return await self._continue_journaled(
+                    thread_id, killed, on_step, snapshot, policy, approver
+                )
+            # a stopped resume: continued once, by one process
+            gates = await take_over_resume(self.answers, thread_id, killed, approver)
+            try:
+                result = await self._continue_journaled(
+                    thread_id, killed, on_step, snapshot, policy, approver
+                )
+            except BaseException:
+                for gate in gates:
+                    await self.answers.stop(thread_id, gate)
+                raise
+            for gate in gates:
+                await self.answers.finish(thread_id, gate)
+            return result
         if snapshot is not None and snapshot.values:
             if snapshot.next and not snapshot.interrupts:
                 return await self._invoke(None, config, on_step, "continue", snapshot)
@@ -255,29 +264,25 @@ class Session:
         on_step: StepCallback | None = None,
         approver: str | None = None,
         approval: str | None = None,
+        node: str | None = None,
     ) -> RunResult:
-        """Answer the pending gated action(s) of ``thread_id`` with approve or reject;
-        ``approver`` (which client or user answers) is recorded with the action.
+        """Answer the pending gated action of ``thread_id`` named by ``interrupt_id`` (or the
+        only one at ``node``) with approve or reject; ``approver`` (which client or user
+        answers) is recorded with the action.
 
+        The interrupt is claimed first (``runtime/answers.py``): of many answers at once one
+        drives the run and each other raises ``DuplicateAnswer``; an answer for a gate the run
+        no longer waits on raises ``StaleAnswer``. Every answer is in the run's answer log.
         ``approval`` (default the session's) is the policy of the process answering: under
         ``reject`` an approval is refused, so no gated action runs here by any answer.
         """
-        policy = approval or self.approval
-        # The answer decides the action it answers (a reject stands under any policy); later
-        # gated actions of this resume pause for their own answer.
-        config = self._config(thread_id, "ask")
-        snapshot = await self.graph.aget_state(config)
-        ids = check_answer(thread_id, snapshot, decision, interrupt_id, policy)
-        answer = {"decision": decision, "by": approver} if approver else decision
-        killed = self._killed_invocation(thread_id, snapshot)
-        if killed is not None:  # answered before, and that resume was killed
-            if continues_killed_resume(killed, decision):
-                return await self._continue_journaled(
-                    thread_id, killed, on_step, snapshot, policy, approver
-                )
-            raise killed_resume_error(thread_id)
-        resume = Command(resume={i: answer for i in ids})
-        return await self._invoke(resume, config, on_step, "resume", snapshot)
+        return await answer_gate(
+            self, thread_id, decision, interrupt_id, node, on_step, approver, approval
+        )
+
+    async def answers_of(self, thread_id: str) -> list[dict[str, Any]]:
+        """Every answer given to ``thread_id``'s gated actions, with its outcome."""
+        return await self.answers.history(thread_id)
 
     def _killed_invocation(self, thread_id: str, snapshot: Any) -> Any:
         """The journaled invocation of ``thread_id`` killed before its checkpoint, if any."""

@@ -69,5 +69,5 @@ def paused_line(result: Any, sop: str) -> str:
     verb = "needs" if len(result.interrupts) == 1 else "need"
     return printable(
         f"paused: {nodes} {verb} approval and stdin is not a terminal, so nothing was asked;"
-        f" answer with `{resume_hint(sop, result.thread_id)}` (or pass --approval approve|reject)"
+        f" answer with `{resume_hint(sop, result.thread_id, result.interrupts)}` (or pass --approval approve|reject)"
     )

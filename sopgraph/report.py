@@ -21,10 +21,15 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def resume_hint(sop: str | None, thread_id: str) -> str:
-    """The command that answers a paused run, with the SOP's path as given (``<sop>`` unknown)."""
+def resume_hint(sop: str | None, thread_id: str, interrupts: list[dict[str, Any]]) -> str:
+    """The command that answers a paused run's first pending gated action, naming it, with the
+    SOP's path as given (``<sop>`` unknown)."""
     where = shlex.quote(str(sop)) if sop else "<sop>"
-    return f"sopgraph resume {where} --thread {shlex.quote(thread_id)} --decision approve|reject"
+    gate = f" --interrupt {shlex.quote(str(interrupts[0].get('id')))}" if interrupts else ""
+    return (
+        f"sopgraph resume {where} --thread {shlex.quote(thread_id)}{gate} "
+        "--decision approve|reject"
+    )
 
 
 def decided_by(action: dict[str, Any]) -> str:
@@ -69,7 +74,7 @@ def format_run(result: Any, sop: str | None = None) -> str:
     for intr in result.interrupts:
         lines.append(
             f"  waiting: {intr.get('node')} needs approval; resume with "
-            f"`{resume_hint(sop, result.thread_id)}`"
+            f"`{resume_hint(sop, result.thread_id, [intr])}`"
         )
     for node, why in result.unresolved.items():
         lines.append(f"  unresolved: {node}: {why}")

@@ -83,7 +83,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     async def go():
         async with Session(args.sop, checkpoint=args.checkpoint, arch=args.arch,
                            model=models.chat, lm=models.lm) as s:  # fmt: skip
-            return await s.resume(args.thread, args.decision, approver=_cli_user())
+            return await s.resume(
+                args.thread,
+                args.decision,
+                interrupt_id=args.interrupt,
+                node=args.node,
+                approver=_cli_user(),
+            )
 
     result = _traced(args.trace, go)
     _print_result(result, args.json, args.sop)
@@ -134,7 +140,17 @@ def register(sub: Any) -> None:
         "--decision",
         required=True,
         choices=["approve", "reject"],
-        help="answer for every pending gated action",
+        help="the answer to the gated action named by --interrupt or --node",
+    )
+    rs.add_argument(
+        "--interrupt",
+        metavar="ID",
+        help="the id of the pending gated action this answer is for (the paused run's line "
+        "and `sopgraph runs show` print it); an answer for one the run no longer waits on "
+        "is refused",
+    )
+    rs.add_argument(
+        "--node", help="the action node this answer is for (enough when only it is pending)"
     )
     rs.add_argument("--checkpoint", help="the checkpoint store the run used (as on `run`)")
     rs.add_argument(
