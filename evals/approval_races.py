@@ -106,8 +106,14 @@ class World:
 async def _spawn(world: World, *args: str, **kw: Any) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         *args, env=world.env, stdin=kw.pop("stdin", asyncio.subprocess.DEVNULL),
-        stdout=asyncio.subprocess.PIPE, stderr=kw.pop("stderr", asyncio.subprocess.DEVNULL), **kw,
+        stdout=kw.pop("stdout", asyncio.subprocess.PIPE), stderr=asyncio.subprocess.DEVNULL, **kw,
     )  # fmt: skip
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    """Read a server's output to its end, so it never blocks on a full pipe."""
+    while await stream.read(65536):
+        pass
 
 
 class SessionRacer:
@@ -183,6 +189,7 @@ class McpRacer(_Served):
                 self.world, *self.world.command(
                     "mcp", "serve", "--transport", "http", "--port", str(port), "--tokens",
                     str(self.world.root / "tokens"), "--checkpoint", self.world.store),
+                stdout=asyncio.subprocess.DEVNULL,
             )  # fmt: skip
             await _listening(port, proc)
             self.servers[self.index] = (proc, f"http://127.0.0.1:{port}/mcp")
@@ -213,6 +220,7 @@ class ConsoleRacer(_Served):
     two ``sopgraph ui`` servers."""
 
     servers: dict[int, Any] = {}
+    drains: list[asyncio.Task] = []
 
     def __init__(self, world: World, index: int):
         self.world, self.index = world, index % 2
@@ -230,6 +238,7 @@ class ConsoleRacer(_Served):
             m = re.match(r"sopgraph console: (http://127\.0\.0\.1:\d+)/", line)
             assert m, f"the console did not start: {line!r}"
             self.servers[self.index] = (proc, m[1])
+            self.drains.append(asyncio.create_task(_drain(proc.stdout)))
         self.client = httpx.AsyncClient(base_url=self.servers[self.index][1], timeout=120)
         await self.client.post("/login", data={"token": TOKEN, "next": "/"})
         self.csrf = re.search(r"name=csrf value='([^']+)'", (await self.client.get("/")).text)[1]

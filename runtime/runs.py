@@ -22,6 +22,7 @@ from typing import Any, Literal
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
+from sopgraph.runtime.answers import read_answers
 from sopgraph.runtime.run_result import RunResult, build_result
 
 RunStatus = Literal["finished", "interrupted", "failed", "stopped"]
@@ -54,9 +55,11 @@ class RunInfo(BaseModel):
 
 
 class RunRecord(RunInfo):
-    """One run as ``runs show`` shows it: its summary and its whole ``RunResult``."""
+    """One run as ``runs show`` shows it: its summary, its whole ``RunResult`` and every answer
+    given to its gated actions (``runtime/answers.py``: accepted, duplicate, stale, refused)."""
 
     result: RunResult
+    answers: list[dict[str, Any]] = []
 
 
 def list_runs(store: Path, *, sop: str | None = None, limit: int | None = 20) -> list[RunInfo]:
@@ -88,7 +91,8 @@ def read_run(store: Path, thread_id: str) -> RunRecord:
             "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' LIMIT 1",
             (thread_id,),
         ).fetchone():
-            return _record(conn, SqliteSaver(conn), thread_id)
+            record = _record(conn, SqliteSaver(conn), thread_id)
+            return record.model_copy(update={"answers": read_answers(store, thread_id)})
         for tid, conf in _journal_only(conn):
             if tid == thread_id:
                 return _stopped(thread_id, conf)

@@ -104,6 +104,12 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if run.status == "stopped":
         sop = run.sop_path or "<sop>"
         lines.append(f"  continue it with `sopgraph run {sop} --thread {run.thread_id}`")
+    for a in run.answers:  # every answer to a gated action, the refused and duplicate ones too
+        why = f": {a['detail']}" if a["detail"] and a["outcome"] != "accepted" else ""
+        lines.append(
+            f"  answer {a['at']} {a['decision']} by {a['by']} for {a['node'] or '?'}: "
+            f"{a['outcome']}{why}"
+        )
     print("\n".join([head, *(printable(line) for line in lines)]))
     return 0
 
