@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextvars
 from typing import Annotated, Any, Literal
 
+from mcp.server.fastmcp import Context
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +19,7 @@ from sopgraph.mcp_servers.enterprise_store import (
     TICKET_FIELDS,
     today,
 )
+from sopgraph.mcp_servers.idempotency import Done, request_key
 
 MAX_LIMIT = 200
 READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)  # fmt: skip
@@ -86,6 +88,7 @@ def _sort(rows: list[dict], field: str | None, descending: bool, numeric: bool) 
 def add_tools(mcp: Any) -> None:
     """Register the tools on ``mcp`` (an ``EnterpriseMCP``: ``company`` and ``policy``)."""
     company, policy = mcp.company, mcp.policy
+    created = Done()  # create_ticket's idempotency keys: as long-lived as the store
 
     def readable(me: Caller, name: str) -> frozenset[str]:
         return policy.employee_field_rows(me, company, name)
@@ -215,9 +218,14 @@ def add_tools(mcp: Any) -> None:
     def create_ticket(
         issue: Annotated[str, Field(min_length=1, max_length=4000, description="The problem.")],
         priority: Literal["low", "medium", "high"] = "medium",
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Raise an IT ticket as yourself (the raiser is always the caller); it starts open and
-        unassigned."""
+        unassigned. A request repeating a gated action's idempotency key (a retried or resumed
+        run) gets the ticket the first one raised; no second ticket is raised."""
+        return created.once(request_key(ctx), lambda: raise_ticket(issue, priority))
+
+    def raise_ticket(issue: str, priority: str) -> dict[str, Any]:
         me = CALLER.get()
         if not policy.ticket_allows(me, "create", None):
             raise AccessDenied(
