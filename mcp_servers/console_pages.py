@@ -244,6 +244,18 @@ def run_page(
             "<h2>Actions</h2><table id=actions><tr><th>action</th><th>status</th>"
             f"<th>decided</th><th>approver</th></tr>{rows}</table>"
         )
+    answers = getattr(record, "answers", None) or []
+    if answers:  # every answer to a gated action: the duplicate, stale and refused ones too
+        rows = "".join(
+            f"<tr class='answer a-{_e(a['outcome'])}'><td>{_when(a['at'])}</td>"
+            f"<td>{_e(a['node'])}</td><td>{_e(a['decision'])}</td><td>{_e(a['by'])}</td>"
+            f"<td>{_e(a['outcome'])}</td><td>{_e(a['detail'])}</td></tr>"
+            for a in answers
+        )
+        parts.append(
+            "<h2>Answers</h2><table id=answers><tr><th>when</th><th>action</th><th>decision"
+            f"</th><th>by</th><th>outcome</th><th>why</th></tr>{rows}</table>"
+        )
     problems = {**result.refused, **result.unresolved, **result.unmatched, **result.bounded}
     if problems:
         items = "".join(f"<li>{_e(n)}: {_e(w)}</li>" for n, w in problems.items())
