@@ -348,7 +348,7 @@ async def test_gated_action_pauses_and_resumes(tmp_path, decision, child):
         assert paused.status == "interrupted"
         assert paused.interrupt["node"] == "standby"
         assert paused.path == ["check"]
-        done = await s.resume("t1", decision)
+        done = await s.resume("t1", decision, interrupt_id=paused.interrupt["id"])
     assert done.status == "done"
     assert done.path == ["check", "standby", child]
     assert done.actions[0]["approved"] is (decision == "approve")
@@ -375,7 +375,7 @@ async def test_a_run_starts_on_its_entrys_graph_and_the_whole_graph_resumes_it(t
         assert set(entry_graph.nodes) - {"__start__"} == set(GATED["nodes"])
         assert set(s.graph.nodes) - {"__start__"} == set(TWO_ENTRIES["nodes"])
         assert paused.status == "interrupted" and paused.path == ["check"]
-        done = await s.resume("t1", "approve")  # on the whole SOP's graph
+        done = await s.resume("t1", "approve", node="standby")  # on the whole SOP's graph
         other = await s.run({"type": "other"})
         assert len(s._entry_graphs) == 2
     assert done.status == "done" and done.path == ["check", "standby", "confirm_standby"]
@@ -396,7 +396,9 @@ async def test_the_actual_approver_is_recorded(tmp_path):
     async with Session(root, mcp=False) as s:
         by_policy = await s.run({"type": "alarm"}, approval="approve", approver="cli user ann")
         await s.run({"type": "alarm"}, thread_id="t2")
-        by_human = await s.resume("t2", "reject", approver="mcp client inspector 1.0")
+        by_human = await s.resume(
+            "t2", "reject", node="standby", approver="mcp client inspector 1.0"
+        )
     assert by_policy.actions[0]["approver"] == "cli user ann"
     assert by_policy.actions[0]["by"] == "policy:approve"
     assert by_human.actions[0]["approver"] == "mcp client inspector 1.0"

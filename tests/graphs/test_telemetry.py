@@ -194,7 +194,7 @@ async def test_resumed_traversal_continues_the_paused_invocations_trace(tmp_path
     first = exporter.get_finished_spans()
     exporter.clear()
     async with Session(root, mcp=False, checkpoint=checkpoint) as s:  # as a new process would
-        done = await s.resume("t-gate", "approve")
+        done = await s.resume("t-gate", "approve", interrupt_id=paused.interrupt["id"])
     second = exporter.get_finished_spans()
     assert paused.status == "interrupted" and done.status == "done"
 

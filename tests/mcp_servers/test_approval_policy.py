@@ -18,6 +18,7 @@ from sop_factory import make_sop
 from sopgraph.runtime.runner import InputError, Session
 
 REPO = Path(__file__).resolve().parents[2]
+GATE = "act"  # the gated action of _gated_sop
 
 
 def _gated_sop(root: Path, marker: Path, wait: str = "") -> Path:
@@ -67,12 +68,16 @@ async def test_a_reject_server_executes_no_gated_action_by_any_path(tmp_path, ht
     cli += ["--thread", "gated_marker:t1", "--checkpoint", store, "--approval", "ask", "--json"]
     proc = subprocess.run(cli, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["status"] == "interrupted"
+    paused = json.loads(proc.stdout)
+    assert paused["status"] == "interrupted"
+    gate = paused["interrupts"][0]["id"]
 
     server = http_serve(env, "--approval", "reject", "--checkpoint", store)
     run_id = "gated_marker:t1"
     async with server.session(tokens.by_identity["alice@example.com"]) as s:
-        refused = await s.call_tool("resume_run", {"run_id": run_id, "decision": "approve"})
+        refused = await s.call_tool(
+            "resume_run", {"run_id": run_id, "decision": "approve", "interrupt_id": gate}
+        )
         assert refused.isError
         (text,) = [c.text for c in refused.content]
         assert "approval policy is 'reject'" in text and "\n" not in text, text
@@ -89,7 +94,11 @@ async def test_a_reject_server_executes_no_gated_action_by_any_path(tmp_path, ht
         )
         assert not marker.exists()
         # rejecting is always allowed; the trail names the token's identity, not the client
-        done = _call(await s.call_tool("resume_run", {"run_id": run_id, "decision": "reject"}))
+        done = _call(
+            await s.call_tool(
+                "resume_run", {"run_id": run_id, "decision": "reject", "interrupt_id": gate}
+            )
+        )
     assert done["status"] == "done" and done["path"] == ["first", "wait", "act", "after"]
     act = done["actions"][0]
     assert (act["approved"], act["by"], act["approver"]) == (False, "human", "alice@example.com")
@@ -160,10 +169,10 @@ async def test_a_session_answers_gated_actions_within_its_policy(tmp_path, monke
             assert (await asking.run({}, thread_id=thread)).status == "interrupted"
     async with Session(root, checkpoint=store, mcp=False, approval="reject") as rejecting:
         with pytest.raises(InputError, match="approval policy is 'reject'"):
-            await rejecting.resume("t1", "approve", approver="mallory")
+            await rejecting.resume("t1", "approve", node=GATE, approver="mallory")
         assert (await rejecting.result("t1")).status == "interrupted"
     async with Session(root, checkpoint=store, mcp=False, approval="approve") as approving:
-        done = await approving.resume("t2", "reject", approver="ann")
+        done = await approving.resume("t2", "reject", node=GATE, approver="ann")
     act = done.actions[0]
     assert (act["approved"], act["by"], act["approver"]) == (False, "human", "ann")
     assert not marker.exists()

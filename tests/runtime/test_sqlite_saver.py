@@ -244,7 +244,10 @@ async def test_a_stopped_resume_is_continued_from_the_journal(tmp_path, monkeypa
     async with Session(root, checkpoint=path, mcp=False) as first:
         paused = await first.run({"type": "alarm"}, thread_id="t1")
         assert paused.status == "interrupted"
-        stopped = asyncio.create_task(first.resume("t1", "approve", approver="ann"))
+        gate = paused.interrupt["id"]
+        stopped = asyncio.create_task(
+            first.resume("t1", "approve", interrupt_id=gate, approver="ann")
+        )
         for _ in range(500):  # until the action ran and its result is on file (or 5 s)
             if marker.exists() and any(t == "act" for _, t in _journaled(path)):
                 break
@@ -252,13 +255,16 @@ async def test_a_stopped_resume_is_continued_from_the_journal(tmp_path, monkeypa
         assert marker.read_text() == "x"
         async with Session(root, checkpoint=path, mcp=False) as second:
             with pytest.raises(InputError, match="already answered"):
-                await second.resume("t1", "reject")
+                await second.resume("t1", "reject", interrupt_id=gate)
+            # while the first resume runs, nothing else may continue it
+            with pytest.raises(InputError, match="being carried out now"):
+                await second.run({"type": "alarm"}, thread_id="t1")
+            stopped.cancel()  # the first resume stops mid-run, as a killed process would
+            await asyncio.gather(stopped, return_exceptions=True)
             import stuck_gate
 
             stuck_gate.GATE.set()
             done = await second.run({"type": "alarm"}, thread_id="t1")
-        stopped.cancel()
-        await asyncio.gather(stopped, return_exceptions=True)
     assert done.status == "done" and done.resumed
     assert done.path == ["first", "act", "stuck"]
     assert [(a["node"], a["approver"]) for a in done.actions] == [("act", "ann")]
@@ -286,5 +292,5 @@ async def test_a_paused_run_has_its_finished_siblings_writes_on_file(tmp_path, m
         assert paused.status == "interrupted"
         stored = {c for _, c in _stored_writes(path)}
         assert "trail" in stored and "__interrupt__" in stored, stored
-        done = await s.resume("t1", "approve")
+        done = await s.resume("t1", "approve", node="act")
     assert done.status == "done" and sorted(done.path) == ["act", "first", "quick"]
