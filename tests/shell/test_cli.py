@@ -169,8 +169,8 @@ def test_gated_run_then_resume(tmp_path: Path, fc_home: Path) -> None:  # noqa: 
     assert "act_robot_standby" in json.dumps(paused["interrupts"])
 
     proc = sopgraph(
-        "resume", TRIAGE, "--thread", "t1", "--decision", "approve", "--checkpoint", store,
-        "--json", home=home,
+        "resume", TRIAGE, "--thread", "t1", "--node", "act_robot_standby", "--decision",
+        "approve", "--checkpoint", store, "--json", home=home,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     done = json.loads(proc.stdout)
@@ -196,8 +196,8 @@ def test_resume_traces_the_rest_of_the_run_in_the_same_trace(tmp_path: Path) -> 
     run = sopgraph("run", root, "-i", '{"type": "alarm"}', "--thread", "t1", home=tmp_path)
     assert run.returncode == 0, run.stderr
     proc = sopgraph(
-        "resume", root, "--thread", "t1", "--decision", "approve", "--trace", "console",
-        home=tmp_path,
+        "resume", root, "--thread", "t1", "--node", "standby", "--decision", "approve",
+        "--trace", "console", home=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     tree = proc.stderr.splitlines()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -84,14 +85,20 @@ def test_without_a_terminal_ask_pauses_and_the_hint_names_the_sop_path(tmp_path:
     proc = sopgraph("run", root, "-i", ALARM, "--thread", "t1", home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "<sop>" not in proc.stdout + proc.stderr
-    hint = f"sopgraph resume '{root}' --thread t1 --decision approve|reject"
+    gate = re.search(r"--interrupt ([0-9a-f]{32}) ", proc.stdout)[1]
+    hint = f"sopgraph resume '{root}' --thread t1 --interrupt {gate} --decision approve|reject"
     assert f"waiting: standby needs approval; resume with `{hint}`" in proc.stdout
     assert proc.stderr.splitlines() == [
         "paused: standby needs approval and stdin is not a terminal, so nothing was asked;"
         f" answer with `{hint}` (or pass --approval approve|reject)"
     ]
     # the hint works as printed
-    proc = sopgraph("resume", root, "--thread", "t1", "--decision", "approve", home=tmp_path)
+    # an answer that names no gate is refused in one line that names the gate waiting
+    unbound = sopgraph("resume", root, "--thread", "t1", "--decision", "approve", home=tmp_path)
+    assert unbound.returncode == 2 and unbound.stderr.count("\n") == 1, unbound.stderr
+    assert "name the gated action" in unbound.stderr and gate in unbound.stderr
+    resume = ["resume", root, "--thread", "t1", "--interrupt", gate, "--decision", "approve"]
+    proc = sopgraph(*resume, home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "run t1 (gated): done" in proc.stdout
 

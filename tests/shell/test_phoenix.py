@@ -95,7 +95,7 @@ def test_run_and_resume_arrive_as_one_trace(phoenix, tmp_path):
     cli = [sys.executable, "-m", "sopgraph"]
     for args in (
         ["run", str(root), "--input", '{"type": "alarm"}', "--thread", "t1"],
-        ["resume", str(root), "--thread", "t1", "--decision", "approve"],  # a second process
+        ["resume", str(root), "--thread", "t1", "--node", "standby", "--decision", "approve"],
     ):
         done = subprocess.run(cli + args + ["--trace", "otlp"], env=env, capture_output=True,
                               text=True, timeout=300)  # fmt: skip

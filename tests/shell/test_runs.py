@@ -89,7 +89,12 @@ def test_runs_show_gives_the_trail_path_and_the_approval_waiting(tmp_path: Path)
     assert check[:4] == ["check", "decided", "true", "tool"], text
     assert check[4:] == ["observed=3.5", "threshold=2"], text
     assert "  path: check\n" in text
-    hint = f"sopgraph resume '{gated.resolve()}' --thread wait1 --decision approve|reject"
+    gate = json.loads(_ok(sopgraph("runs", "show", "wait1", "--json", home=home, cwd=tmp_path)))
+    (pending,) = gate["result"]["interrupts"]
+    hint = (
+        f"sopgraph resume '{gated.resolve()}' --thread wait1 --interrupt {pending['id']} "
+        "--decision approve|reject"
+    )
     assert f"  waiting: standby needs approval; resume with `{hint}`" in text.splitlines()
     assert "  status: interrupted (waiting: approve standby)" in text.splitlines()
 
@@ -105,8 +110,8 @@ def test_runs_show_gives_the_trail_path_and_the_approval_waiting(tmp_path: Path)
     assert [a["node"] for a in done["result"]["actions"]] == ["standby", "confirm"]
 
     # answered through the hint, the run shows as finished
-    _ok(sopgraph("resume", gated, "--thread", "wait1", "--decision", "reject", home=home,
-                 cwd=ROOT))  # fmt: skip
+    _ok(sopgraph("resume", gated, "--thread", "wait1", "--interrupt", pending["id"],
+                 "--decision", "reject", home=home, cwd=ROOT))  # fmt: skip
     runs = json.loads(_ok(sopgraph("runs", "list", "--json", home=home, cwd=tmp_path)))
     wait1 = next(r for r in runs if r["thread_id"] == "wait1")
     assert wait1["status"] == "finished" and wait1["final"] == "action standby rejected"
@@ -127,8 +132,8 @@ def test_runs_are_found_from_a_subfolder_without_sopgraph_home(tmp_path: Path) -
     runs = json.loads(_ok(sopgraph("runs", "list", "--json", home=None, cwd=deeper)))
     assert [(r["thread_id"], r["status"]) for r in runs] == [("here", "interrupted")]
     # and a paused run is answered from there too, with no --checkpoint
-    _ok(sopgraph("resume", gated, "--thread", "here", "--decision", "approve", home=None,
-                 cwd=deeper))  # fmt: skip
+    _ok(sopgraph("resume", gated, "--thread", "here", "--node", "standby", "--decision",
+                 "approve", home=None, cwd=deeper))  # fmt: skip
     assert not (deeper / ".sopgraph").exists()
 
 
