@@ -95,7 +95,9 @@ async def test_clients_need_a_valid_token_and_the_trail_names_its_identity(env, 
             await s.call_tool("run_sop", {"sop_id": "gated_demo", "input": {}})
         ).structuredContent
         assert paused["status"] == "interrupted"
-        done = await s.call_tool("resume_run", {"run_id": paused["run_id"], "decision": "approve"})
+        gate = paused["pending"][0]["id"]
+        answer = {"run_id": paused["run_id"], "decision": "approve", "interrupt_id": gate}
+        done = await s.call_tool("resume_run", answer)
     (act,) = done.structuredContent["actions"]
     assert (act["approved"], act["by"], act["approver"]) == (True, "human", "alice@example.com")
     # bob's line holds only his token's SHA-256

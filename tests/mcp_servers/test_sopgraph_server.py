@@ -89,6 +89,12 @@ async def _error(session: ClientSession, tool: str, args: dict) -> str:
     return text
 
 
+async def _gate(session: ClientSession, run_id: str) -> str:
+    """The interrupt id of the gated action run ``run_id`` waits on (what resume_run names)."""
+    (pending,) = _call_json(await session.call_tool("get_run", {"run_id": run_id}))["pending"]
+    return pending["id"]
+
+
 async def _catalog_checks(session: ClientSession) -> None:
     tools = {t.name: t for t in (await session.list_tools()).tools}
     assert set(tools) == TOOLS
@@ -190,17 +196,15 @@ async def _run_checks(session: ClientSession, approver: str, client_approval: bo
         assert "resume_run" in paused["next_step"]
         got = _call_json(await session.call_tool("get_run", {"run_id": paused["run_id"]}))
         assert got["status"] == "interrupted"
-        done = _call_json(
-            await session.call_tool(
-                "resume_run", {"run_id": paused["run_id"], "decision": decision}
-            )
-        )
+        gate = paused["pending"][0]["id"]
+        answer = {"run_id": paused["run_id"], "decision": decision, "interrupt_id": gate}
+        done = _call_json(await session.call_tool("resume_run", answer))
         assert done["status"] == "done" and done["path"] == ["check", "act_restart", tail]
         restart = next(a for a in done["actions"] if a["node"] == "act_restart")
         assert restart["approved"] is (decision == "approve") and restart["by"] == "human"
         assert restart["approver"] == approver, restart  # not the client's own name ("mcp")
         assert "not waiting for a decision" in await _error(
-            session, "resume_run", {"run_id": paused["run_id"], "decision": "approve"}
+            session, "resume_run", {**answer, "decision": "approve"}
         )
 
     by_policy = {"sop_id": "gated_demo", "input": {"robot": "r1"}, "approval": "approve"}
@@ -244,7 +248,14 @@ async def test_stdio_official_client(server_env):
     # A new server process resumes the run the first one left paused: checkpoints are durable.
     async with stdio_session(server_env) as session:
         done = _call_json(
-            await session.call_tool("resume_run", {"run_id": paused, "decision": "approve"})
+            await session.call_tool(
+                "resume_run",
+                {
+                    "run_id": paused,
+                    "decision": "approve",
+                    "interrupt_id": await _gate(session, paused),
+                },
+            )
         )
         assert done["status"] == "done" and done["path"] == ["check", "act_restart", "act_confirm"]
 
@@ -306,7 +317,8 @@ async def test_stdio_triage_alarm_pauses_and_resumes_approved(fc_world, fc_home,
         assert pending["node"] in alarm.actions and pending["node"] in gated
         done = _call_json(
             await session.call_tool(
-                "resume_run", {"run_id": paused["run_id"], "decision": "approve"}
+                "resume_run",
+                {"run_id": paused["run_id"], "decision": "approve", "interrupt_id": pending["id"]},
             )
         )
     assert done["status"] == "done" and done["run_id"] == paused["run_id"]
@@ -337,7 +349,8 @@ async def test_streamable_http_official_client(http_serve, server_env, tokens):
         assert (
             _call_json(await s.call_tool("get_run", {"run_id": paused}))["status"] == "interrupted"
         )
-        done = _call_json(await s.call_tool("resume_run", {"run_id": paused, "decision": "reject"}))
+        answer = {"run_id": paused, "decision": "reject", "interrupt_id": await _gate(s, paused)}
+        done = _call_json(await s.call_tool("resume_run", answer))
         assert done["path"] == ["check", "act_restart", "act_notify"]
         assert done["actions"][0]["approver"] == "bob"
 

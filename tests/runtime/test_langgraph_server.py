@@ -145,7 +145,8 @@ async def test_triage_alarm_pauses_on_its_gated_action_and_resumes(server, alarm
     found = _decisions(sop, state["values"]["verdicts"])
     assert found and found.items() <= alarm.verdicts.items()
 
-    values = await client.runs.wait(thread, "fc_alarm_triage", command=Command(resume=decision))
+    answer = {"decision": decision, "key": pending["value"]["key"]}  # bound to the gate shown
+    values = await client.runs.wait(thread, "fc_alarm_triage", command=Command(resume=answer))
 
     state = await client.threads.get_state(thread)
     assert state["next"] == [] and not state["interrupts"], "the run is over"
@@ -180,9 +181,12 @@ async def test_gated_action_takes_its_true_or_false_edge(server, target, decisio
     client = get_client(url=srv.url)
     sop = load_sop(resolve_sop(target.sop))
     assistant, thread, gated = await _start(client, target)
-    before = _nodes((await client.threads.get_state(thread))["values"])
+    paused = await client.threads.get_state(thread)
+    before = _nodes(paused["values"])
+    (pending,) = paused["interrupts"]
+    answer = {"decision": decision, "key": pending["value"]["key"]}  # bound to the gate shown
 
-    values = await client.runs.wait(thread, assistant, command=Command(resume=decision))
+    values = await client.runs.wait(thread, assistant, command=Command(resume=answer))
 
     state = await client.threads.get_state(thread)
     path = _nodes(state["values"])

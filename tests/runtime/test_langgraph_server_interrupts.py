@@ -3,7 +3,8 @@
 ``runtime/studio.py``'s pattern: the default ``sop`` assistant, the SOP named in the run's
 ``configurable.sop``. A state read carries no run configuration, yet ``threads.get_state`` must
 still show the paused gated action (``next``, ``tasks[*].interrupts``, ``interrupts``) and a
-``Command(resume=...)`` through the SDK must finish the run.
+``Command(resume=...)`` through the SDK must finish the run. The resume carries the gate's
+key, read from the interrupt's value (issue 53): a plain "approve" is refused and asked again.
 """
 
 from __future__ import annotations
@@ -93,6 +94,12 @@ def served(tmp_path_factory) -> tuple[str, str]:
         yield srv.url, str(sop)
 
 
+async def _bound(client, thread: str, decision: str) -> Command:
+    """The resume answering ``thread``'s pending gate with ``decision``, bound to its key."""
+    (pending,) = (await client.threads.get_state(thread))["interrupts"]
+    return Command(resume={"decision": decision, "key": pending["value"]["key"]})
+
+
 async def _pause(client, sop: str) -> str:
     """Run the SOP on the default ``sop`` assistant, SOP given per run, up to its gate."""
     thread = (await client.threads.create())["thread_id"]
@@ -132,7 +139,10 @@ async def test_resume_through_the_sdk_takes_the_decided_edge(served, decision):
 
     # resumed as the pause was started: the default assistant, the SOP given per run
     values = await client.runs.wait(
-        thread, "sop", command=Command(resume=decision), config={"configurable": {"sop": sop}}
+        thread,
+        "sop",
+        command=await _bound(client, thread, decision),
+        config={"configurable": {"sop": sop}},
     )
 
     state = await client.threads.get_state(thread)
@@ -153,12 +163,38 @@ async def test_resume_without_repeating_the_sop(served):
     client = get_client(url=url)
     thread = await _pause(client, sop)
 
-    await client.runs.wait(thread, "sop", command=Command(resume="approve"))
+    await client.runs.wait(thread, "sop", command=await _bound(client, thread, "approve"))
 
     state = await client.threads.get_state(thread)
     assert state["next"] == []
     nodes = [s["node"] for s in state["values"]["trail"]]
     assert nodes == ["obs_idle", "act_standby", "act_notify_dock"]
+
+
+@pytest.mark.slow
+async def test_a_plain_resume_without_the_gates_key_is_refused_and_asked_again(served):
+    """``Command(resume="approve")`` names no gate: the run stays at its gate, the refusal
+    recorded in the interrupt asked again; the bound answer then executes the action once."""
+    url, sop = served
+    client = get_client(url=url)
+    thread = await _pause(client, sop)
+    (first,) = (await client.threads.get_state(thread))["interrupts"]
+
+    await client.runs.wait(thread, "sop", command=Command(resume="approve"))
+
+    state = await client.threads.get_state(thread)
+    assert (await client.threads.get(thread))["status"] == "interrupted"
+    assert state["next"] == ["act_standby"]
+    (asked,) = state["interrupts"]
+    assert asked["value"]["node"] == "act_standby" and asked["id"] != first["id"]
+    assert asked["value"]["key"] == first["value"]["key"]
+    (refused,) = asked["value"]["refused"]
+    assert refused["answer"] == "approve" and "names no key" in refused["why"]
+    assert [s["node"] for s in state["values"]["trail"]] == ["obs_idle"]
+
+    values = await client.runs.wait(thread, "sop", command=await _bound(client, thread, "approve"))
+    (action,) = [a for a in values["actions"] if a["node"] == "act_standby"]
+    assert action["status"] == "executed" and len(action["refused_answers"]) == 1
 
 
 OWN_GRAPHS = """
@@ -186,7 +222,7 @@ async def test_own_sop_served_from_a_langgraph_json_of_ones_own(tmp_path):
         state = await client.threads.get_state(thread)
         assert state["next"] == ["act_standby"]
         assert state["tasks"][0]["interrupts"][0]["value"]["node"] == "act_standby"
-        await client.runs.wait(thread, "my_sop", command=Command(resume="reject"))
+        await client.runs.wait(thread, "my_sop", command=await _bound(client, thread, "reject"))
         state = await client.threads.get_state(thread)
         nodes = [s["node"] for s in state["values"]["trail"]]
         assert nodes == ["obs_idle", "act_standby", "act_page_engineer"]

@@ -104,6 +104,14 @@ def _csrf(page: str) -> str:
     return re.search(r"name=csrf value='([^']+)'", page)[1]
 
 
+def _gate(page: str) -> dict[str, str]:
+    """The hidden fields naming the gated action a run page's form answers."""
+    return {
+        "interrupt": re.search(r"name=interrupt value='([^']+)'", page)[1],
+        "node": re.search(r"name=node value='([^']+)'", page)[1],
+    }
+
+
 def _run(world: dict[str, Path], thread: str) -> dict:
     return json.loads(_ok(sopgraph("runs", "show", thread, "--json", home=world["home"])))
 
@@ -171,20 +179,23 @@ def test_a_form_without_the_sessions_csrf_token_or_from_another_site_is_refused(
 ) -> None:
     with console(world) as url, httpx.Client(base_url=url) as client:
         _login(client, ALICE_TOKEN)
-        csrf = _csrf(client.get("/runs/wait1").text)
-        bare = client.post("/runs/wait1/decision", data={"decision": "approve"})
+        page = client.get("/runs/wait1").text
+        csrf, gate = _csrf(page), _gate(page)
+        bare = client.post("/runs/wait1/decision", data={"decision": "approve", **gate})
         assert bare.status_code == 403
-        forged = client.post("/runs/wait1/decision", data={"decision": "approve", "csrf": "x" * 43})
+        forged = client.post(
+            "/runs/wait1/decision", data={"decision": "approve", "csrf": "x" * 43, **gate}
+        )
         assert forged.status_code == 403
         cross = client.post(
-            "/runs/wait1/decision", data={"decision": "approve", "csrf": csrf},
+            "/runs/wait1/decision", data={"decision": "approve", "csrf": csrf, **gate},
             headers={"Origin": "http://evil.example"},
         )  # fmt: skip
         assert cross.status_code == 403 and "another site" in cross.text
         assert _run(world, "wait1")["status"] == "interrupted"  # nothing was answered
 
         own = client.post(
-            "/runs/wait1/decision", data={"decision": "reject", "csrf": csrf},
+            "/runs/wait1/decision", data={"decision": "reject", "csrf": csrf, **gate},
             headers={"Origin": url},
         )  # fmt: skip
         assert own.status_code == 303 and own.headers["location"] == "/runs/wait1?answered=reject"
@@ -198,12 +209,16 @@ def test_an_approval_over_a_bearer_header_records_the_tokens_identity(
 ) -> None:
     with console(world) as url, httpx.Client(base_url=url) as client:
         auth = {"Authorization": f"Bearer {ALICE_TOKEN}"}
-        done = client.post("/runs/wait1/decision", data={"decision": "approve"}, headers=auth)
+        gate = _gate(client.get("/runs/wait1", headers=auth).text)
+        unnamed = client.post("/runs/wait1/decision", data={"decision": "approve"}, headers=auth)
+        assert unnamed.status_code == 409 and "the answer names no gated action" in unnamed.text
+        answer = {"decision": "approve", **gate}
+        done = client.post("/runs/wait1/decision", data=answer, headers=auth)
         assert done.status_code == 303, done.text
         page = client.get("/runs/wait1?answered=approve", headers=auth).text
         assert "id=status class='s-finished'" in page
         assert "You approved as alice@example.com." in page
-        again = client.post("/runs/wait1/decision", data={"decision": "approve"}, headers=auth)
+        again = client.post("/runs/wait1/decision", data=answer, headers=auth)
         assert again.status_code == 409 and "not waiting for a decision" in again.text
     run = _run(world, "wait1")
     assert run["result"]["path"] == ["check", "standby", "confirm"]
@@ -217,7 +232,8 @@ def test_a_reject_console_approves_nothing(world: dict[str, Path]) -> None:
         auth = {"Authorization": f"Bearer {ALICE_TOKEN}"}
         page = client.get("/runs/wait1", headers=auth).text
         assert "value=approve" not in page and "value=reject" in page
-        refused = client.post("/runs/wait1/decision", data={"decision": "approve"}, headers=auth)
+        answer = {"decision": "approve", **_gate(page)}
+        refused = client.post("/runs/wait1/decision", data=answer, headers=auth)
         assert (
             refused.status_code == 409 and "approval policy is &#x27;reject&#x27;" in refused.text
         )
@@ -231,7 +247,9 @@ def test_sop_limits_the_console_to_that_sops_runs(world: dict[str, Path]) -> Non
             "evil1"
         ]
         assert c.get("/runs/wait1", headers=auth).status_code == 404
-        answer = c.post("/runs/wait1/decision", data={"decision": "approve"}, headers=auth)
+        (pending,) = _run(world, "wait1")["result"]["interrupts"]
+        gate = {"interrupt": pending["id"], "node": pending["node"]}
+        answer = c.post("/runs/wait1/decision", data={"decision": "approve", **gate}, headers=auth)
         assert answer.status_code == 404
     assert _run(world, "wait1")["status"] == "interrupted"
 
