@@ -27,8 +27,7 @@ def resume_hint(sop: str | None, thread_id: str, interrupts: list[dict[str, Any]
     where = shlex.quote(str(sop)) if sop else "<sop>"
     gate = f" --interrupt {shlex.quote(str(interrupts[0].get('id')))}" if interrupts else ""
     return (
-        f"sopgraph resume {where} --thread {shlex.quote(thread_id)}{gate} "
-        "--decision approve|reject"
+        f"sopgraph resume {where} --thread {shlex.quote(thread_id)}{gate} --decision approve|reject"
     )
 
 
