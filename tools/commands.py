@@ -14,6 +14,7 @@ from typing import Any
 
 from sopgraph.graphs.loader import SopError, load_sop
 from sopgraph.tools.registry import Registry, RegistryError, ToolEntry, VersionInfo
+from sopgraph.tools.tool_file import model_written
 
 _HEADER = ("node", "active", "versions", "author", "train", "eval", "date", "sha256", "status")
 
@@ -158,17 +159,27 @@ def promote_preview(reg: Registry, node: str, version: int, shadow: str | None =
     return "\n".join(lines)
 
 
-def tools_promote(sop_dir: Path, node: str, version: int) -> str:
-    """Show the diff against the active version and the figures of both, then switch."""
+def tools_promote(sop_dir: Path, node: str, version: int, in_process: bool = False) -> str:
+    """Show the diff against the active version and the figures of both, then switch; say
+    where a model-written version runs (the sandbox, or this process with ``in_process``)."""
     reg = registry_for(sop_dir)
     before = reg.entry(node).active
     from sopgraph.tools.shadow import shadow_summary
 
     preview = promote_preview(reg, node, version, shadow_summary(sop_dir, node, version))
-    reg.promote(node, version)
+    reg.promote(node, version, in_process=in_process)
     was = f" (was v{before})" if before is not None and before != version else ""
     done = f"{node}: v{version} is active{was}"
-    return f"{preview}\n{done}" if preview else done
+    info = reg.entry(node).version(version)
+    where = ""
+    if info is not None and info.in_process:
+        where = "runs: in-process (unsandboxed), as --in-process asked; written by a model"
+    elif info is not None and model_written(info.author):
+        where = (
+            "runs: in the sandbox at each call, as a model wrote it (after reading it, "
+            "`--in-process` lets it run in sopgraph's own process)"
+        )
+    return "\n".join(part for part in (preview, where, done) if part)
 
 
 def tools_revert(sop_dir: Path, node: str) -> str:

@@ -50,12 +50,16 @@ class ManifestVersion(BaseModel):
     # A development version (``sopgraph tools add --dev``): its file runs as it is at each
     # resolve, its sha256 (the file as registered) is not enforced, and it is never promoted.
     dev: bool = False
+    # A model-written version a person promoted with ``--in-process``: it runs in sopgraph's
+    # own process; without the mark a model's version runs only in the sandbox.
+    in_process: bool = False
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
         out = handler(self)
-        if not self.dev:  # only development versions carry the key: manifests stay as they were
-            out.pop("dev", None)
+        for key in ("dev", "in_process"):  # written only when set: manifests stay as they were
+            if not out.get(key):
+                out.pop(key, None)
         return out
 
 

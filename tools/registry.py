@@ -29,7 +29,6 @@ import hashlib
 import os
 import re
 import shlex
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,7 +36,6 @@ from pathlib import Path
 
 import yaml
 
-from sopgraph.tools.contract import ContractError, load_run
 from sopgraph.tools.manifest import (
     Manifest,
     ManifestFile,
@@ -53,7 +51,7 @@ from sopgraph.tools.registry_errors import (
     ToolLoadError,
     ToolMissing,
 )
-from sopgraph.tools.tool_file import LoadedTool, load_tool, verified_source
+from sopgraph.tools.tool_file import LoadedTool, load_tool, model_written, verified_source
 
 # The registry's public face; its errors and the loaded tool are defined below it.
 __all__ = [
@@ -87,6 +85,7 @@ class VersionInfo:
     seconds: float | None = None
     record: str | None = None
     dev: bool = False  # a development version: runs as the file is now, never promoted
+    in_process: bool = False  # model-written, promoted with --in-process: runs in this process
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ class Registry:
         self._sop_id = sop_id
         self._lock = threading.RLock()
         self._file = ManifestFile(self.manifest_path)
-        self._loaded: dict[tuple[str, int, str], LoadedTool] = {}
+        self._loaded: dict[tuple[str, int, str, bool], LoadedTool] = {}
         # node -> (the manifest object it was resolved from, the tool): ManifestFile hands out
         # the same object until the file changes, so one stat decides that nothing changed
         self._active: dict[str, tuple[Manifest, LoadedTool]] = {}
@@ -160,7 +159,7 @@ class Registry:
                 )
             if info.dev:  # the file as it is now, never cached by manifest
                 return self._load_dev(node_id, entry.active, info.author)
-            tool = self._load(node_id, entry.active, info.sha256, info.author)
+            tool = self._load(node_id, entry.active, info.sha256, info.author, info.in_process)
             self._active[node_id] = (manifest, tool)
             return tool
 
@@ -175,7 +174,7 @@ class Registry:
         with self._lock:
             if info.dev:
                 return self._load_dev(node_id, info.version, info.author)
-            return self._load(node_id, info.version, info.sha256, info.author)
+            return self._load(node_id, info.version, info.sha256, info.author, info.in_process)
 
     def has(self, node_id: str) -> bool:
         """Whether the node has an active version whose file exists (integrity not checked)."""
@@ -284,8 +283,9 @@ class Registry:
         """Register the hand-written tool at ``path`` as the node's next version (author
         ``human``); returns its number and whether it is active now.
 
-        The file is checked against the contract first (imported under a name of its own and
-        its ``run`` inspected); a file that breaks it registers nothing. ``activate``: ``None``
+        The file is checked against the contract first, in the sandbox (imported there and
+        its ``run`` inspected; its top-level code never runs in this process); a file that
+        breaks it registers nothing. ``activate``: ``None``
         activates it only when the node has no active version yet; a development version is
         always activated (it cannot be promoted later).
 
@@ -299,7 +299,9 @@ class Registry:
             source = path.read_bytes()
         except (FileNotFoundError, IsADirectoryError):
             raise ToolMissing(f"{path}: no such tool file; give the path of a .py file") from None
-        check_contract(path, source, self.lib_dir)
+        from sopgraph.tools.jailed import check_in_jail  # the sandbox, only when adding
+
+        check_in_jail(path, source, self.lib_dir)
         try:
             code = source.decode("utf-8")
         except UnicodeDecodeError:
@@ -309,8 +311,10 @@ class Registry:
         )
         return version, self._read().tools[node_id].active == version
 
-    def promote(self, node_id: str, version: int) -> None:
-        """Make ``version`` the active one (the file must match its sha256)."""
+    def promote(self, node_id: str, version: int, *, in_process: bool = False) -> None:
+        """Make ``version`` the active one (the file must match its sha256). A model-written
+        version runs in the sandbox unless ``in_process``: a person read it and lets it run
+        in this process (``--in-process``; a hand-written one always does)."""
         with self._write() as m:
             tool = self._tool(m, node_id)
             info = tool.versions.get(str(version))
@@ -327,7 +331,13 @@ class Registry:
                     "unchecked) and is never promoted; register it for review with "
                     f"`sopgraph tools add {self._sop_arg()} {node_id} {shlex.quote(str(path))}`"
                 )
+            if in_process and not model_written(info.author):
+                raise RegistryError(
+                    f"node '{node_id}': v{version} is by {info.author} and runs in-process "
+                    "already; --in-process is for a version a model wrote"
+                )
             verified_source(self.path_of(node_id, version), info.sha256)
+            info.in_process = in_process and model_written(info.author)
             tool.activate(version)
 
     def revert(self, node_id: str) -> int:
@@ -399,13 +409,15 @@ class Registry:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _load(self, node_id: str, version: int, sha256: str, author: str) -> LoadedTool:
-        """The version verified and imported, once per (node, version, sha256)."""
-        key = (node_id, version, sha256)
+    def _load(
+        self, node_id: str, version: int, sha256: str, author: str, in_process: bool = False
+    ) -> LoadedTool:
+        """The version verified and loaded, once per (node, version, sha256, in-process)."""
+        key = (node_id, version, sha256, in_process)
         tool = self._loaded.get(key)
         if tool is None:
             path = self.path_of(node_id, version)
-            tool = load_tool(self.lib_dir, node_id, version, sha256, author, path)
+            tool = load_tool(self.lib_dir, node_id, version, sha256, author, path, in_process)
             self._loaded[key] = tool
         return tool
 
@@ -473,6 +485,7 @@ class Registry:
                 i.seconds,
                 i.record,
                 i.dev,
+                i.in_process,
             )  # fmt: skip
             for v, i in sorted(tool.versions.items(), key=lambda kv: int(kv[0]))
         ]
@@ -501,23 +514,6 @@ class Registry:
                 yield m
         except ManifestInvalid as exc:
             raise RegistryError(str(exc)) from None
-
-
-def check_contract(path: Path, source: bytes, library: Path | None = None) -> None:
-    """Import ``source`` under a name used once and check its ``run`` against the contract.
-
-    Raises:
-        ToolLoadError: the file fails to import or its ``run`` breaks the contract.
-    """
-    digest = hashlib.sha256(source).hexdigest()[:12]
-    name = f"_sopgraph_tool_check_{digest}_{threading.get_ident()}"
-    try:
-        load_run(name, path, source, library)
-    except ContractError as exc:
-        message = str(exc).replace("register it as a new version", "add it again")
-        raise ToolLoadError(message) from None
-    finally:
-        sys.modules.pop(name, None)
 
 
 def _check_node_id(node_id: str) -> None:

@@ -2,7 +2,10 @@
 recorded, and imported under the contract (``tools/contract.py``).
 
 The bytes that were hashed are the bytes imported, so a file edited between the check and the
-import can never run.
+import can never run. Only a hand-written version (author ``human``) is imported into this
+process; a model-written one (``tool-maker:<model>``) runs in the sandbox at each call, or is
+read as data when it is a filled spec (``tools/jailed.py``), unless a person promoted it with
+``--in-process``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ class LoadedTool:
     author: str
     path: Path
     fn: ToolFn  # checked against the contract once, at load: ``await fn(input, ctx)``
+    sandboxed: bool = False  # a model-written version: ``fn`` runs the file in the sandbox
+
+
+def model_written(author: str) -> bool:
+    """Whether the manifest says a model wrote the version (the tool-maker's author form)."""
+    return author.startswith("tool-maker:")
 
 
 def verified_source(path: Path, expected: str) -> bytes:
@@ -56,9 +65,12 @@ def verified_source(path: Path, expected: str) -> bytes:
 
 
 def load_tool(
-    lib_dir: Path, node_id: str, version: int, sha256: str, author: str, path: Path
-) -> LoadedTool:
-    """The version at ``path`` of the library ``lib_dir``, verified and imported.
+    lib_dir: Path, node_id: str, version: int, sha256: str, author: str, path: Path,
+    in_process: bool = False,
+) -> LoadedTool:  # fmt: skip
+    """The version at ``path`` of the library ``lib_dir``, verified and imported; a
+    model-written one only when ``in_process`` (a person promoted it so), else made to run in
+    the sandbox.
 
     Raises:
         ToolMissing: the file is missing.
@@ -66,6 +78,9 @@ def load_tool(
         ToolLoadError: the file fails to import or breaks the contract.
     """
     source = verified_source(path, sha256)
+    if model_written(author) and not in_process:
+        fn, jailed = _model_tool(node_id, path, source)
+        return LoadedTool(node_id, version, sha256, author, path, fn, jailed)
     # Unique per library, node, version and content, so two SOPs' tools never collide.
     lib = hashlib.sha256(str(lib_dir.resolve()).encode()).hexdigest()[:8]
     safe_id = re.sub(r"\W", "_", node_id)
@@ -76,3 +91,10 @@ def load_tool(
     except ContractError as exc:
         raise ToolLoadError(str(exc)) from exc.__cause__
     return LoadedTool(node_id, version, sha256, author, path, fn)
+
+
+def _model_tool(node_id: str, path: Path, source: bytes) -> tuple[ToolFn, bool]:
+    """A model-written version's ``run``, none of its code run here (``tools/jailed.py``)."""
+    from sopgraph.tools.jailed import model_tool  # the sandbox, only for a model's version
+
+    return model_tool(node_id, path, source)

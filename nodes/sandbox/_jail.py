@@ -86,13 +86,14 @@ class Jail:
 
     def __init__(self, *, cpu_seconds: int, memory_mb: int, file_size_mb: int,
                  max_processes: int, disk_mb: int, interpreter: str,
-                 imports: tuple[str, ...] = (), memory_cgroup: bool = True) -> None:  # fmt: skip
+                 imports: tuple[str, ...] = (), memory_cgroup: bool = True,
+                 libraries: tuple[str, ...] = ()) -> None:  # fmt: skip
         self.limits = (cpu_seconds, memory_mb, file_size_mb, max_processes, disk_mb)
         self.is_root = os.geteuid() == 0
         self.uid = random.randrange(SANDBOX_UID_MIN, SANDBOX_UID_MAX) if self.is_root else -1
         USED_UIDS.add(self.uid)
         self.hide = hidden_paths(interpreter)
-        self.plan = rootfs_plan(interpreter, tuple(sorted(imports)))
+        self.plan = rootfs_plan(interpreter, tuple(sorted(imports)), tuple(sorted(libraries)))
         # The path to exec: inside the minimal root only the interpreter's real path exists.
         self.program = self.plan.program if self.plan else interpreter
         # Fallback working directory, used only when no mount namespace can be had; with one,

@@ -83,12 +83,17 @@ def elf_interpreter(binary: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=8)
-def rootfs_plan(interpreter: str, imports: tuple[str, ...] = ()) -> RootfsPlan | None:
+def rootfs_plan(
+    interpreter: str, imports: tuple[str, ...] = (), libraries: tuple[str, ...] = ()
+) -> RootfsPlan | None:
     """The bind mounts and symlinks `interpreter` needs to start and import `imports`.
 
     The stdlib's pure-Python part is bound whole (read-only source); its directory of C
     extension modules is replaced by a tmpfs holding only the extensions those imports load,
     so that `_sqlite3`, `_ctypes`, `_ssl`, `readline` ... cannot be loaded by any route.
+    `libraries` (host directories such as site-packages) are bound read-only at their own
+    paths; with them the extension directory is bound whole, since their packages load
+    extensions no allow-list names (a run that needs them has no Python-level guard).
     """
     program = os.path.realpath(interpreter)
     wanted = json.dumps(sorted({*imports, *RUNNER_IMPORTS}))
@@ -107,11 +112,11 @@ def rootfs_plan(interpreter: str, imports: tuple[str, ...] = ()) -> RootfsPlan |
     needed += [elf_interpreter(program) or "", program, facts["stdlib"]]
     needed.append("/usr/share/zoneinfo")  # zoneinfo (an allowed import) reads it
     builder = _Builder()
-    for path in needed:
+    for path in [*needed, *libraries]:
         if path and os.path.exists(path):
             builder.replicate(path)
     dynload = os.path.join(facts["stdlib"], "lib-dynload")
-    if os.path.isdir(dynload):
+    if os.path.isdir(dynload) and not libraries:
         keep = {os.path.realpath(f) for f in facts["extensions"]}
         keep |= {e.path for e in os.scandir(dynload) if e.name.startswith(_CODEC_EXTENSIONS)}
         builder.ops.append(("tmpfs", dynload))
@@ -183,6 +188,13 @@ def apply_plan(plan: RootfsPlan, mountpoint: str, disk_mb: int, owner: int) -> b
         return False
     if not _mount("tmpfs", mountpoint, "tmpfs", sec, "size=1m,mode=755"):
         return False
+    # The run's /tmp first: a library bound under /tmp (a test's SOP folder) lies on top of it.
+    tmp_owner = f",uid={owner},gid={owner}" if owner >= 0 else ""
+    os.mkdir(mountpoint + "/tmp", 0o755)
+    if not _mount(
+        "tmpfs", mountpoint + "/tmp", "tmpfs", sec, f"size={disk_mb}m,mode=700{tmp_owner}"
+    ):
+        return False
     for op in plan.ops:
         target = mountpoint + op[1]
         if op[0] == "tmpfs":
@@ -205,11 +217,6 @@ def apply_plan(plan: RootfsPlan, mountpoint: str, disk_mb: int, owner: int) -> b
             ro = _MS_NOSUID if op[2] == "dev" else sec | _MS_RDONLY
             if not _mount(None, target, None, _MS_BIND | _MS_REMOUNT | ro):
                 return False
-    tmp_owner = f",uid={owner},gid={owner}" if owner >= 0 else ""
-    if not _mount(
-        "tmpfs", mountpoint + "/tmp", "tmpfs", sec, f"size={disk_mb}m,mode=700{tmp_owner}"
-    ):
-        return False
     os.mkdir(mountpoint + SANDBOX_CWD, 0o700)
     if owner >= 0:
         os.chown(mountpoint + SANDBOX_CWD, owner, owner)

@@ -156,6 +156,7 @@ async def run_code(
     *,
     python_guard: bool = True,
     memory_cgroup: bool = True,
+    libraries: tuple[str, ...] = (),
 ) -> SandboxResult:
     """Run `code` in a jailed child process.
 
@@ -168,6 +169,10 @@ async def run_code(
         python_guard: False leaves only the OS layers (used by the selftest to prove them).
         memory_cgroup: False runs without a memory cgroup, as on a host that offers none
             (`memfd_create` is then denied).
+        libraries: host directories bound read-only into the run's root at their own paths
+            (site-packages, a tool library), for code that imports installed packages; it
+            needs `python_guard=False` (the allow-list would stop them) and a private root
+            filesystem, without which the run is refused: the OS layers alone contain it.
 
     Raises:
         SandboxUnavailable: an essential OS isolation layer could not be applied.
@@ -179,7 +184,7 @@ async def run_code(
         cpu_seconds=limits.cpu_seconds, memory_mb=limits.memory_mb,
         file_size_mb=limits.file_size_mb, max_processes=limits.max_processes,
         disk_mb=limits.disk_mb, interpreter=interpreter, imports=limits.allowed_imports,
-        memory_cgroup=memory_cgroup,
+        memory_cgroup=memory_cgroup, libraries=libraries,
     )  # fmt: skip
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
@@ -210,6 +215,8 @@ async def run_code(
         layers = jail.read_layers()
         jail.watch_guest(layers)
         missing = _REQUIRED_AS_ROOT - set(layers) if jail.is_root else set()
+        if libraries and "rootfs" not in layers:  # else the host's own tree would be in view
+            missing.add("rootfs")
         if missing:
             raise SandboxUnavailable(
                 f"sandbox: could not apply {', '.join(sorted(missing))}; refusing to run code"

@@ -32,6 +32,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
             ) from None
     if (args.dev or args.activate) and args.action != "add":
         raise UserError(f"sopgraph tools {args.action}: --dev and --activate are options of add")
+    if args.in_process and args.action != "promote":
+        raise UserError(f"sopgraph tools {args.action}: --in-process is an option of promote")
     from sopgraph.tools import commands
 
     sop_dir = Path(args.sop)
@@ -55,7 +57,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     elif args.action == "add":
         print(commands.tools_add(sop_dir, args.node, Path(args.version), args.dev, args.activate))
     elif args.action == "promote":
-        print(commands.tools_promote(sop_dir, args.node, args.version))
+        print(commands.tools_promote(sop_dir, args.node, args.version, args.in_process))
     elif args.action == "revert":
         print(commands.tools_revert(sop_dir, args.node))
     elif args.action == "remove":
@@ -136,6 +138,11 @@ def register(sub: Any) -> None:
     t.add_argument(
         "--activate", action="store_true", help="add: make the new version active at once"
     )
+    t.add_argument(
+        "--in-process", action="store_true",
+        help="promote: run a model-written version in sopgraph's own process, unsandboxed, at "
+        "every run (by default it runs only in the sandbox); only once you have read its code",
+    )  # fmt: skip
     t.add_argument("--json", action="store_true", help="list, convert-check: print JSON")
     t.add_argument(
         "--cases", help="convert-check: folder of labeled cases (default: the triage world's)"

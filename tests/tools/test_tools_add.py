@@ -14,23 +14,6 @@ import pytest
 from sopgraph.cli import main
 from sopgraph.tools.registry import Registry, RegistryError, ToolIntegrityError
 
-SOP = """\
-id: tiny
-input:
-  order_id: {type: string, required: true}
-entry:
-  default: [obs_paid]
-nodes:
-  obs_paid:
-    kind: observation
-    text: The order is paid.
-    next:
-      true: [act_ship]
-      false: [act_wait]
-  act_ship: {kind: action, text: Ship it.}
-  act_wait: {kind: action, text: Wait for the payment.}
-"""
-
 
 def tool_source(answer: str) -> str:
     return (
@@ -38,14 +21,6 @@ def tool_source(answer: str) -> str:
         "async def run(input, ctx):\n"
         f"    return Verdict(value={answer!r}, observed=input.get('order_id'))\n"
     )
-
-
-@pytest.fixture
-def sop(tmp_path: Path) -> Path:
-    d = tmp_path / "tiny"
-    d.mkdir()
-    (d / "sop.yaml").write_text(SOP)
-    return d
 
 
 def write(path: Path, text: str) -> Path:
