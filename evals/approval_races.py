@@ -239,7 +239,12 @@ class ConsoleRacer(_Served):
             assert m, f"the console did not start: {line!r}"
             self.servers[self.index] = (proc, m[1])
             self.drains.append(asyncio.create_task(_drain(proc.stdout)))
-        self.client = httpx.AsyncClient(base_url=self.servers[self.index][1], timeout=120)
+        # a fresh connection per answer: a kept-alive one idle past uvicorn's 5 s keep-alive
+        # (a mixed repetition waits on CLI racers) can be closed as the next answer is sent
+        self.client = httpx.AsyncClient(
+            base_url=self.servers[self.index][1], timeout=120,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )  # fmt: skip
         await self.client.post("/login", data={"token": TOKEN, "next": "/"})
         self.csrf = re.search(r"name=csrf value='([^']+)'", (await self.client.get("/")).text)[1]
 

@@ -27,6 +27,10 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+# The simulator answers from the task's own row and changes nothing, so every tool is a lookup
+# (a decision may call it: read-only deciding, docs/mcp-servers.md).
+_LOOKUP = types.ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+
 
 class Simulator:
     """A domain's ``*Manager`` instance and the specs it serves (loaded on first use)."""
@@ -137,6 +141,7 @@ def build_server(domain: Path, distractors: list[str] | None = None) -> Server:
                 name=name,
                 description=spec.get("description", ""),
                 inputSchema=(spec.get("inputSchema") or {}).get("json") or {"type": "object"},
+                annotations=_LOOKUP,
             )
             for name, (_, spec) in offered.items()
         ]

@@ -84,6 +84,9 @@ class LoopPools:
     async def list_tools(self, server: str) -> list[Any]:
         return await (await self._pool()).list_tools(server)
 
+    async def decision_tools(self, server: str) -> frozenset[str]:
+        return await (await self._pool()).decision_tools(server)
+
 
 def resolve_sop(spec: str | Path) -> Path:
     """An example's name (``fc_alarm_triage``) or a path to an SOP folder or file."""

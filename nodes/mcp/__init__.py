@@ -16,7 +16,7 @@ from sopgraph.nodes.mcp._config import (
     legacy_to_mcp_json,
     load_server_configs,
 )
-from sopgraph.nodes.mcp._pool import McpError, McpPool, McpRefused
+from sopgraph.nodes.mcp._pool import McpError, McpPool, McpRefused, WriteRefused
 
 __all__ = [
     "McpError",
@@ -26,4 +26,5 @@ __all__ = [
     "config_path",
     "legacy_to_mcp_json",
     "load_server_configs",
+    "WriteRefused",
 ]

@@ -55,6 +55,13 @@ class ServerConfig(BaseModel):
     transport: Literal["stdio", "streamable_http", "sse"] | None = Field(
         default=None, validation_alias=AliasChoices("transport", "type")
     )
+    # The tools a decision node may call (docs/mcp-servers.md, "Read-only deciding"): by default
+    # those the server annotates ``readOnlyHint``; a list here is the operator's word and
+    # replaces the annotations for this server. Only an approved action may call the others.
+    read_only_tools: list[str] | None = Field(
+        default=None, validation_alias=AliasChoices("readOnlyTools", "read_only_tools"),
+        serialization_alias="readOnlyTools",
+    )  # fmt: skip
 
     @model_validator(mode="before")
     @classmethod
@@ -211,7 +218,7 @@ def legacy_to_mcp_json(path: Path) -> str:
     notes = [r.strip().lstrip("#").strip() for r in rows if r.strip().startswith("#")]
     out: dict[str, Any] = {"$comment": " ".join(n for n in notes if n)} if notes else {}
     out["mcpServers"] = {
-        name: cfg.model_dump(exclude_defaults=True, exclude_none=True)
+        name: cfg.model_dump(exclude_defaults=True, exclude_none=True, by_alias=True)
         for name, cfg in servers.items()
     }
     return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
@@ -264,7 +271,7 @@ def _json_line(text: str, keys: tuple[Any, ...], top: bool = False) -> int:
 
 def _config_error(path: Path, line: int, message: str) -> SopError:
     shape = (
-        "each server is {command, args, env, cwd} (stdio) or {url, headers, transport} (HTTP); "
-        "see docs/mcp-servers.md"
+        "each server is {command, args, env, cwd} (stdio) or {url, headers, transport} (HTTP), "
+        "with readOnlyTools optional; see docs/mcp-servers.md"
     )
     return SopError([Problem(str(path), line, "", f"{message}; {shape}")])

@@ -18,6 +18,7 @@ from langchain_mcp_adapters.client import MultiServerMCPClient
 from mcp.types import Tool
 
 from sopgraph.graphs.executors import REFUSAL_PREFIX, Refused
+from sopgraph.graphs.idempotency import ACTION_KEY
 from sopgraph.graphs.telemetry import mcp_meta, mcp_span
 from sopgraph.nodes.mcp._config import ServerConfig, load_server_configs
 from sopgraph.nodes.mcp._stdio import StdioClient, StdioError
@@ -27,6 +28,7 @@ __all__ = [
     "McpPool",
     "McpRefused",
     "ServerConfig",
+    "WriteRefused",
     "load_server_configs",
     "parse_result",
 ]
@@ -39,6 +41,11 @@ class McpError(Exception):
 class McpRefused(McpError, Refused):
     """A tool call the server refused for the caller's identity (its error text starts
     ``access denied:``): the node ends refused (``graphs.executors.Refused``)."""
+
+
+class WriteRefused(McpRefused):
+    """A call outside an approved action (a decision node, the tool-maker, an eval) to a tool
+    that is not read-only: refused at the client, before the server sees it."""
 
 
 def parse_result(result: dict[str, Any]) -> Any:
@@ -78,6 +85,12 @@ class McpPool:
     ``client="sdk"``; HTTP servers, and every server with ``client="sdk"``, through
     langchain-mcp-adapters' ``MultiServerMCPClient.session()`` (the SDK's ``ClientSession``).
 
+    Read-only deciding: outside an approved action (``graphs.idempotency.ACTION_KEY`` unset),
+    a call reaches only the server's read-only tools (``readOnlyHint``, or the operator's
+    ``readOnlyTools`` in mcp.json); any other is refused here (``WriteRefused``), recorded on
+    the call's span, and the node ends refused. ``decision_tools`` lists what a decision may
+    call, for the agents that offer tools to a model.
+
     Example:
         >>> async with McpPool(load_server_configs(Path("examples/service_interruption"))) as mcp:
         ...     await mcp.call("customer_service", "authenticate_customer", {"case_id": "c1"})
@@ -94,6 +107,7 @@ class McpPool:
         self._ready: asyncio.Future | None = None
         self._stop: asyncio.Event | None = None
         self._lean: dict[str, StdioClient] = {}
+        self._read_only: dict[str, frozenset[str]] = {}  # server -> tools a decision may call
 
     async def __aenter__(self) -> McpPool:
         await self.start()
@@ -163,14 +177,39 @@ class McpPool:
             raise McpError(f"unknown MCP server '{server}' (configured: {known})")
         return session
 
+    async def decision_tools(self, server: str) -> frozenset[str]:
+        """The tools of ``server`` a decision may call: the operator's ``readOnlyTools`` where
+        mcp.json gives it, else those the server annotates ``readOnlyHint`` (read once)."""
+        if server not in self._read_only:
+            listed = self.servers[server].read_only_tools if server in self.servers else None
+            if listed is None:
+                tools = await self.list_tools(server)
+                listed = [t.name for t in tools if t.annotations and t.annotations.readOnlyHint]
+            self._read_only[server] = frozenset(listed)
+        return self._read_only[server]
+
     async def call(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
-        """Call ``tool`` on ``server`` and return its parsed JSON result."""
+        """Call ``tool`` on ``server`` and return its parsed JSON result.
+
+        Raises:
+            WriteRefused: outside an approved action, ``tool`` is not read-only.
+            McpRefused: the server refused the caller's identity.
+            McpError: the server is unknown or unreachable, or the call failed.
+        """
         if self._owner is None:
             await self.start()
         session = self._session(server)
+        acting = ACTION_KEY.get() is not None
         self.calls += 1
         transport = "tcp" if self.servers[server].url else "pipe"
         with mcp_span(server, tool, transport) as span:
+            if not acting and tool not in await self.decision_tools(server):
+                span.set_attribute("error.type", "write_refused")
+                raise WriteRefused(
+                    f"{server}.{tool}: {REFUSAL_PREFIX}not a read-only tool, and only an approved "
+                    "action may change the world; a decision may call only tools the server "
+                    "marks readOnlyHint or mcp.json lists in the server's readOnlyTools"
+                )
             # the trace context rides in params._meta so a traced server can join the trace
             if isinstance(session, StdioClient):
                 try:

@@ -13,6 +13,10 @@ import sys
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import ToolAnnotations
+
+# Every tool reads and changes nothing: a decision node may call it (docs/mcp-servers.md).
+READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
 
 TOKEN = os.environ["BEARER_ECHO_TOKEN"]
 
@@ -38,7 +42,7 @@ mcp = FastMCP(
 )
 
 
-@mcp.tool()
+@mcp.tool(annotations=READ_ONLY)
 def whoami(ctx: Context) -> dict:
     """Who the bearer token says the caller is, and the tenant header it sent."""
     request = ctx.request_context.request

@@ -9,6 +9,10 @@ from __future__ import annotations
 import sys
 
 from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
+
+# Every tool reads and changes nothing: a decision node may call it (docs/mcp-servers.md).
+READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
 
 VALUES = {
     "station_idle_pct": {"FC1": 31.2, "FC2": 12.5},
@@ -20,13 +24,13 @@ NAME = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "toy_
 mcp = FastMCP(NAME)
 
 
-@mcp.tool()
+@mcp.tool(annotations=READ_ONLY)
 def list_metrics() -> list[str]:
     """Every metric this server knows."""
     return sorted(VALUES)
 
 
-@mcp.tool()
+@mcp.tool(annotations=READ_ONLY)
 def execute_query(metric: str, site: str, minutes: int = 15) -> dict:
     """The mean of ``metric`` at ``site`` over the last ``minutes``; value is null when unknown."""
     return {
@@ -37,7 +41,7 @@ def execute_query(metric: str, site: str, minutes: int = 15) -> dict:
     }
 
 
-@mcp.tool()
+@mcp.tool(annotations=READ_ONLY)
 def broken_query(metric: str) -> dict:
     """Always fails, as a backend that is down would."""
     raise RuntimeError(f"backend down while reading {metric}")

@@ -10,6 +10,10 @@ from __future__ import annotations
 import sqlite3
 
 from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
+
+# Every tool reads and changes nothing: a decision node may call it (docs/mcp-servers.md).
+READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
 
 TIMES = ("2026-01-01 09:40:00", "2026-01-01 09:50:00", "2026-01-01 09:55:00", "2026-01-01 10:00:00")
 FILL = {  # site -> fill % at TIMES (None: the sensor sent a null)
@@ -32,13 +36,13 @@ for site, values in FILL.items():
 mcp = FastMCP("warehouse")
 
 
-@mcp.tool()
+@mcp.tool(annotations=READ_ONLY)
 def list_tables() -> list[dict]:
     """Tables and their columns."""
     return [{"table": "readings", "columns": ["site TEXT", "t TEXT (naive UTC)", "fill_pct REAL"]}]
 
 
-@mcp.tool()
+@mcp.tool(annotations=READ_ONLY)
 def execute_query(sql: str) -> dict:
     """Run one read-only SELECT (SQLite dialect); returns columns and rows."""
     if not sql.lstrip().lower().startswith(("select", "with")):

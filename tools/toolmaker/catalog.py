@@ -54,14 +54,20 @@ class Catalog:
 
     @classmethod
     async def read(cls, pool: Any) -> Catalog:
+        """The servers' tools a decision may call (read-only deciding: a tool the tool-maker
+        writes decides, so it is never shown a write tool)."""
         servers: dict[str, list[CatalogTool]] = {}
         for server in sorted(getattr(pool, "servers", None) or {}):
             listed = await pool.list_tools(server)
+            readable = (
+                await pool.decision_tools(server) if hasattr(pool, "decision_tools") else None
+            )
             servers[server] = [
                 CatalogTool(
                     server, t.name, (t.description or "").strip(), dict(t.inputSchema or {})
                 )
                 for t in listed
+                if readable is None or t.name in readable
             ]
         return cls(servers, pool)
 

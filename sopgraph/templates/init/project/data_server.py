@@ -10,6 +10,10 @@ import argparse
 import sqlite3
 
 from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
+
+# Every tool reads and changes nothing: a decision node may call it (docs/mcp-servers.md).
+READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
 
 
 def build_server(db: str) -> FastMCP:
@@ -17,12 +21,12 @@ def build_server(db: str) -> FastMCP:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
     mcp = FastMCP("shop", log_level="WARNING")
 
-    @mcp.tool()
+    @mcp.tool(annotations=READ_ONLY)
     def list_tables() -> list[str]:
         """The tables of the shop's database."""
         return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
 
-    @mcp.tool()
+    @mcp.tool(annotations=READ_ONLY)
     def execute_query(
         sql: str,
         params: list[str | int | float | bool | None] | None = None,
