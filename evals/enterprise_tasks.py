@@ -28,6 +28,7 @@ from typing import Any
 
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.executors import Refused
+from sopgraph.graphs.idempotency import acting
 from sopgraph.nodes.mcp import McpError, McpPool, ServerConfig
 
 SOP_DIR = EXAMPLES / "enterprise"
@@ -59,7 +60,8 @@ def judge(task: dict[str, Any], got: dict[str, Any]) -> bool:
 async def call_answer(pool: McpPool, task: dict[str, Any]) -> dict[str, Any]:
     call = task["call"]
     try:
-        value = await pool.call("enterprise", call["tool"], call["args"])
+        with acting(f"task/{task['id']}"):  # the persona's own request, not a decision
+            value = await pool.call("enterprise", call["tool"], call["args"])
     except Refused as exc:
         return {"outcome": "refused", "why": str(exc)}
     except McpError as exc:

@@ -17,7 +17,7 @@ from langgraph.types import Command, interrupt
 
 from sopgraph.graphs.approval import DecisionError, decide_approval
 from sopgraph.graphs.executors import ExecutorChain, NodeServices, Unavailable
-from sopgraph.graphs.idempotency import ACTION_KEY, action_key
+from sopgraph.graphs.idempotency import acting, action_key
 from sopgraph.graphs.input_schema import (
     InputError,
     entry_nodes,
@@ -187,11 +187,8 @@ class _NodeRunner:
         outcome = None
         if approved and self.services.has_tool(node.tool_name):
             record["idempotency_key"] = ctx.idempotency_key = key
-            token = ACTION_KEY.set(key)  # every MCP call of the action carries it
-            try:
+            with acting(key):  # the action may write; every MCP call of it carries the key
                 outcome = await ExecutorChain([self.action_tool]).decide(node, ctx)
-            finally:
-                ACTION_KEY.reset(token)
             record["result"] = outcome.verdict.observed if outcome.verdict else None
             if outcome.refused:
                 record["refused"] = outcome.error

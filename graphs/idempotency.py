@@ -10,6 +10,8 @@ honours it without the tool passing it on (``mcp_servers/idempotency.py``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 META_KEY = "sopgraph.dev/idempotency-key"
@@ -18,3 +20,15 @@ ACTION_KEY: ContextVar[str | None] = ContextVar("sopgraph_action_key", default=N
 
 def action_key(thread_id: str, node_id: str, visit: int) -> str:
     return f"{thread_id}/{node_id}/{visit}"
+
+
+@contextmanager
+def acting(key: str) -> Iterator[None]:
+    """Inside: an action under ``key``, whose MCP calls may write (read-only deciding holds
+    everywhere else) and carry the key. The compiler enters it for an approved gated action; a
+    client that writes on a person's direct request (an eval's task) enters it itself."""
+    token = ACTION_KEY.set(key)
+    try:
+        yield
+    finally:
+        ACTION_KEY.reset(token)

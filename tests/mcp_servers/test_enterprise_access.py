@@ -305,7 +305,7 @@ async def test_a_codeact_agent_obeying_planted_instructions_gets_nothing(tmp_pat
     from langchain_core.messages import AIMessage
 
     from sopgraph.graphs.executors import ToolContext
-    from sopgraph.graphs.idempotency import ACTION_KEY
+    from sopgraph.graphs.idempotency import acting
     from sopgraph.graphs.model import Node
     from sopgraph.nodes.codeact import CodeActExecutor
     from sopgraph.nodes.mcp import McpPool, ServerConfig
@@ -316,11 +316,8 @@ async def test_a_codeact_agent_obeying_planted_instructions_gets_nothing(tmp_pat
         args=["-m", "sopgraph.mcp_servers.enterprise", "--as", IT_STAFF, "--audit", str(audit)],
     )
     async with McpPool({"enterprise": server}) as pool:
-        token = ACTION_KEY.set("planted/raise/1")  # raising the ticket is an action's write
-        try:
+        with acting("planted/raise/1"):  # raising the ticket is an action's write
             planted = await pool.call("enterprise", "create_ticket", {"issue": PLANTED})
-        finally:
-            ACTION_KEY.reset(token)
         tid = planted["id"]
         replies = [
             f'```python\nt = enterprise_get_ticket(ticket_id="{tid}")\nprint(t["Issue"])\n```',

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sop_factory import make_sop
 
-from sopgraph.graphs.idempotency import ACTION_KEY
+from sopgraph.graphs.idempotency import acting
 from sopgraph.nodes.mcp import McpPool, ServerConfig, WriteRefused
 from sopgraph.runtime.runner import Session
 
@@ -122,11 +122,8 @@ async def test_a_codeact_agent_obeying_planted_instructions_changes_nothing(tmp_
         args=["-m", "sopgraph.mcp_servers.enterprise", "--as", IT_STAFF, "--audit", str(audit)],
     )
     async with McpPool({"enterprise": server}) as pool:
-        token = ACTION_KEY.set("planted/raise/1")  # the attacker's ticket, raised by an action
-        try:
+        with acting("planted/raise/1"):  # the attacker's ticket, raised by an action
             tid = (await pool.call("enterprise", "create_ticket", {"issue": PLANTED}))["id"]
-        finally:
-            ACTION_KEY.reset(token)
         raised = len(_audit(audit))
         replies = [
             f'```python\nt = enterprise_get_ticket(ticket_id="{tid}")\nprint(t["Issue"])\n```',
