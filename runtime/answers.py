@@ -336,8 +336,18 @@ async def open_answer_book(spec: str | Path) -> AsyncIterator[AnswerBook]:
             sqlite_book.close()
 
 
-def read_answers(store: Path, thread_id: str) -> list[dict[str, Any]]:
-    """The answer log of ``thread_id`` in the SQLite store ``store`` (none before any answer)."""
+def read_answers(store: Path | str, thread_id: str) -> list[dict[str, Any]]:
+    """The answer log of ``thread_id`` in ``store``, a SQLite file or a ``postgres://`` URL
+    (none before any answer)."""
+    if str(store).startswith(("postgres://", "postgresql://")):
+        import psycopg
+
+        with psycopg.connect(str(store), autocommit=True) as conn:
+            try:
+                rows = conn.execute(_pg(HISTORY), (thread_id,)).fetchall()
+            except psycopg.errors.UndefinedTable:
+                return []
+        return [_entry(r) for r in rows]
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
         try:
             rows = conn.execute(HISTORY, (thread_id,)).fetchall()

@@ -1,9 +1,11 @@
-"""The runs a SQLite checkpoint store holds, read without their SOP: one summary a run
-(``list_runs``) or one run in full (``read_run``), for ``sopgraph runs list|show``.
+"""The runs a checkpoint store holds (a SQLite file or a ``postgres://`` URL), read without
+their SOP: one summary a run (``list_runs``) or one run in full (``read_run``), for ``sopgraph
+runs list|show`` and the console.
 
 A run's SOP is known from its checkpoints' metadata (``Session`` records ``sop_id`` and
 ``sop_path`` in every run config); runs checkpointed before that show none. A journaled run
-killed before its first checkpoint is only in the node journal: it is listed as ``stopped``.
+killed before its first checkpoint is only in the node journal (SQLite stores): it is listed as
+``stopped``.
 
 Example:
     >>> for run in list_runs(default_checkpoint_path(), limit=5):
@@ -14,12 +16,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
 from sopgraph.runtime.answers import read_answers
@@ -62,55 +64,134 @@ class RunRecord(RunInfo):
     answers: list[dict[str, Any]] = []
 
 
-def list_runs(store: Path, *, sop: str | None = None, limit: int | None = 20) -> list[RunInfo]:
-    """The runs in ``store``, newest first (runs stopped before their first checkpoint lead);
-    ``sop``: only those of that SOP id or SOP path; at most ``limit``."""
-    with _open(store) as conn:
-        saver = SqliteSaver(conn)
+def list_runs(
+    store: Path | str, *, sop: str | None = None, limit: int | None = 20
+) -> list[RunInfo]:
+    """The runs in ``store`` (a SQLite file or a ``postgres://`` URL), newest first (runs
+    stopped before their first checkpoint lead); ``sop``: only those of that SOP id or SOP
+    path; at most ``limit``."""
+    with _open(store) as db:
         out: list[RunInfo] = []
-        for thread_id, conf in _journal_only(conn):
+        for thread_id, conf in _journal_only(db):
             if _matches(conf, sop):
                 out.append(_stopped(thread_id, conf))
-        rows = conn.execute(
-            "SELECT thread_id, MAX(checkpoint_id), metadata FROM checkpoints"
+        rows = db.query(
+            "SELECT thread_id, MAX(checkpoint_id) FROM checkpoints"
             " WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC"
-        ).fetchall()
-        for thread_id, _, metadata in rows:
+        )
+        for thread_id, latest in rows:
             if limit is not None and len(out) >= limit:
                 break
-            if _matches(_json(metadata), sop):
-                out.append(_record(conn, saver, thread_id))
+            (meta,) = db.query(
+                "SELECT metadata FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''"
+                " AND checkpoint_id = ?",
+                (thread_id, latest),
+            )[0]
+            if _matches(_json(meta), sop):
+                out.append(_record(db, thread_id))
         info = [RunInfo(**r.model_dump(exclude={"result"})) for r in out]
         return info[:limit] if limit is not None else info
 
 
-def read_run(store: Path, thread_id: str) -> RunRecord:
+def read_run(store: Path | str, thread_id: str) -> RunRecord:
     """The run on ``thread_id`` in ``store``; ``RunsError`` when there is none."""
-    with _open(store) as conn:
-        if conn.execute(
+    with _open(store) as db:
+        if db.query(
             "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' LIMIT 1",
             (thread_id,),
-        ).fetchone():
-            record = _record(conn, SqliteSaver(conn), thread_id)
-            return record.model_copy(update={"answers": read_answers(store, thread_id)})
-        for tid, conf in _journal_only(conn):
+        ):
+            record = _record(db, thread_id)
+            return record.model_copy(update={"answers": db.answers(thread_id)})
+        for tid, conf in _journal_only(db):
             if tid == thread_id:
                 return _stopped(thread_id, conf)
-    raise RunsError(f"no run {thread_id!r} in {store}; `sopgraph runs list` shows the runs there")
+    raise RunsError(
+        f"no run {thread_id!r} in {store_name(store)}; `sopgraph runs list` shows the runs there"
+    )
 
 
-def _open(store: Path) -> closing[sqlite3.Connection]:
+def store_name(store: Path | str) -> str:
+    """``store`` as it may be printed: a ``postgres://`` URL without its password."""
+    text = str(store)
+    if not text.startswith(("postgres://", "postgresql://")):
+        return text
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(text)
+    if parts.password is None:
+        return text
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class _Store:
+    """One open checkpoint store: its saver, ``query`` with ``?`` parameters, its tables."""
+
+    def __init__(self, conn: Any, saver: Any, where: Path | str, postgres: bool):
+        self.conn, self.saver, self.where, self.postgres = conn, saver, where, postgres
+        listing = (
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            if postgres
+            else "SELECT name FROM sqlite_master WHERE type = 'table'"
+        )
+        self.tables = {r[0] for r in self.query(listing)}
+
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self.postgres:
+            with self.conn.cursor(row_factory=_tuples) as cur:
+                return cur.execute(sql.replace("?", "%s"), args).fetchall()
+        return self.conn.execute(sql, args).fetchall()
+
+    def answers(self, thread_id: str) -> list[dict[str, Any]]:
+        return read_answers(self.where, thread_id)
+
+
+def _tuples(cursor: Any) -> Any:
+    from psycopg.rows import tuple_row
+
+    return tuple_row(cursor)
+
+
+@contextmanager
+def _open(store: Path | str) -> Iterator[_Store]:
+    if str(store).startswith(("postgres://", "postgresql://")):
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+
+        try:
+            conn = psycopg.connect(str(store), autocommit=True, row_factory=dict_row)
+        except psycopg.OperationalError as exc:
+            first = (str(exc).strip().splitlines() or ["unreachable"])[0]
+            raise RunsError(
+                f"cannot open the checkpoint store {store_name(store)}: {first}"
+            ) from None
+        with conn:
+            db = _Store(conn, PostgresSaver(conn), store, postgres=True)
+            if "checkpoints" not in db.tables:
+                raise RunsError(
+                    f"{store_name(store)}: no checkpoint store there (no checkpoints table)"
+                )
+            yield db
+        return
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    store = Path(store)
     if not store.is_file():
         raise RunsError(f"no checkpoint store at {store}")
     conn = sqlite3.connect(store, check_same_thread=False)
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "checkpoints" not in tables or "writes" not in tables:
+    try:
+        db = _Store(conn, SqliteSaver(conn), store, postgres=False)
+        if "checkpoints" not in db.tables or "writes" not in db.tables:
+            raise RunsError(f"{store} is not a checkpoint store (no checkpoints table)")
+        yield db
+    finally:
         conn.close()
-        raise RunsError(f"{store} is not a checkpoint store (no checkpoints table)")
-    return closing(conn)
 
 
 def _json(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):  # Postgres: jsonb
+        return raw
     try:
         data = json.loads(raw) if raw else {}
     except (TypeError, ValueError):
@@ -127,15 +208,14 @@ def _matches(meta: dict[str, Any], sop: str | None) -> bool:
     )
 
 
-def _journal_only(conn: sqlite3.Connection) -> list[tuple[str, dict[str, Any]]]:
+def _journal_only(db: _Store) -> list[tuple[str, dict[str, Any]]]:
     """Threads the node journal holds and no checkpoint does, with their first run config."""
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "sopgraph_invocations" not in tables:
+    if "sopgraph_invocations" not in db.tables:
         return []
-    rows = conn.execute(
+    rows = db.query(
         "SELECT thread_id, configurable FROM sopgraph_invocations WHERE parent = ''"
         " AND thread_id NOT IN (SELECT thread_id FROM checkpoints) ORDER BY thread_id DESC"
-    ).fetchall()
+    )
     return [(t, _json(c)) for t, c in rows]
 
 
@@ -148,7 +228,8 @@ def _stopped(thread_id: str, conf: dict[str, Any]) -> RunRecord:
     )  # fmt: skip
 
 
-def _record(conn: sqlite3.Connection, saver: SqliteSaver, thread_id: str) -> RunRecord:
+def _record(db: _Store, thread_id: str) -> RunRecord:
+    saver = db.saver
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     latest = saver.get_tuple(config)
     assert latest is not None  # the caller saw a checkpoint of this thread
@@ -166,16 +247,16 @@ def _record(conn: sqlite3.Connection, saver: SqliteSaver, thread_id: str) -> Run
     status: RunStatus = "finished"
     if result.status == "interrupted":
         status = "interrupted"
-    elif _unfinished(conn, thread_id, latest.config) or (
+    elif _unfinished(db, thread_id, latest.config) or (
         any(k.startswith("branch:to:") for k in channels) and result.status == "done"
     ):
         status = "stopped"
     elif result.status in _FAILED:
         status = "failed"
-    first = conn.execute(
+    first = db.query(
         "SELECT MIN(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''",
         (thread_id,),
-    ).fetchone()[0]
+    )[0][0]
     earliest = saver.get_tuple({"configurable": {**config["configurable"], "checkpoint_id": first}})
     trail = result.trail
     return RunRecord(
@@ -193,17 +274,16 @@ def _record(conn: sqlite3.Connection, saver: SqliteSaver, thread_id: str) -> Run
     )
 
 
-def _unfinished(conn: sqlite3.Connection, thread_id: str, config: dict[str, Any]) -> bool:
+def _unfinished(db: _Store, thread_id: str, config: dict[str, Any]) -> bool:
     """Whether a journaled invocation started from the latest checkpoint and never wrote one."""
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "sopgraph_invocations" not in tables:
+    if "sopgraph_invocations" not in db.tables:
         return False
     parent = (config.get("configurable") or {}).get("checkpoint_id") or ""
     return bool(
-        conn.execute(
+        db.query(
             "SELECT 1 FROM sopgraph_invocations WHERE thread_id = ? AND parent = ?",
             (thread_id, parent),
-        ).fetchone()
+        )
     )
 
 

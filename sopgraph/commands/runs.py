@@ -12,19 +12,16 @@ from sopgraph.arguments import positive_int
 from sopgraph.errors import UserError
 
 _STORE_HELP = (
-    "the SQLite checkpoint store the runs used (default $SOPGRAPH_HOME/checkpoints.sqlite; "
+    "the checkpoint store the runs used, a SQLite file or a postgres:// URL (default $SOPGRAPH_HOME/checkpoints.sqlite; "
     "without SOPGRAPH_HOME the nearest .sopgraph/ in this folder or a parent)"
 )
 
 
-def _store(spec: str | None) -> Path:
+def _store(spec: str | None) -> Path | str:
     if spec == "memory":
         raise UserError("--checkpoint memory: runs in memory end with their process; none to list")
     if (spec or "").startswith(("postgres://", "postgresql://")):
-        raise UserError(
-            "--checkpoint postgres://…: `sopgraph runs` reads SQLite stores only; "
-            "read a Postgres run with the MCP server's get_run"
-        )
+        return spec  # type: ignore[return-value]
     if spec is not None:
         return Path(spec).resolve()
     from sopgraph.graphs.home import home_dir
@@ -44,10 +41,10 @@ def _when(iso: str | None) -> str:
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from sopgraph.graphs.untrusted_text import printable
-    from sopgraph.runtime.runs import RunsError, list_runs
+    from sopgraph.runtime.runs import RunsError, list_runs, store_name
 
     store = _store(args.checkpoint)
-    if not store.exists():
+    if isinstance(store, Path) and not store.exists():
         print("[]" if args.json else f"no runs yet: {store} does not exist")
         return 0
     try:
@@ -58,7 +55,9 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         print(json.dumps([r.model_dump() for r in runs], indent=2))
         return 0
     which = f" of SOP {args.sop}" if args.sop else ""
-    print(f"runs{which} in {store}, newest first ({len(runs)} shown, --limit {args.limit}):")
+    print(
+        f"runs{which} in {store_name(store)}, newest first ({len(runs)} shown, --limit {args.limit}):"
+    )
     if not runs:
         return 0
     rows = [("thread", "sop", "status", "started", "steps", "last step", "final")]
