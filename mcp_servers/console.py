@@ -10,6 +10,13 @@ the trail records the token's identity as the approver. A form POST made with th
 cookie must carry the session's CSRF token and, when the browser sends one, a same-origin
 ``Origin``. Every value read from a run is escaped (``console_pages``).
 
+Wrong tokens are throttled (``LoginThrottle``): after ``MAX_FAILURES`` within ``WINDOW_SECONDS``
+from one client address, or ``GLOBAL_FAILURES`` from all of them, every token from that address
+(or from anyone) is answered 429 with ``Retry-After`` until ``LOCKOUT_SECONDS`` pass, a right
+one included, so the lockout says nothing about the tokens tried. Logging out always ends the
+session on the server. Every response, Starlette's own 404, 405 and 500 included, carries the
+console's security headers (``SECURITY_HEADERS``: a CSP that allows no script, no framing).
+
 Example:
     >>> app = Console(Path(".sopgraph/checkpoints.sqlite"), load_tokens("tokens")).app()
 """
@@ -18,10 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import math
 import secrets
 import sys
+import threading
 import time
 import traceback
+from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +40,13 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sopgraph.mcp_servers import console_pages as pages
 from sopgraph.mcp_servers.server_auth import TokenTable
@@ -42,7 +57,7 @@ COOKIE = "sopgraph_console"
 SESSION_SECONDS = 12 * 3600
 MAX_FORM_BYTES = 16 * 1024  # a login or an answer; nothing bigger is read
 LIST_LIMIT = 200
-_HEADERS = {
+SECURITY_HEADERS = {
     # no script at all; the SVG and the styles are inline
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' "
     "data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -52,6 +67,129 @@ _HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+
+
+class Throttled(Exception):
+    """Too many wrong tokens: from this client address, or (``everyone``) from all of them."""
+
+    def __init__(self, retry_after: int, everyone: bool) -> None:
+        super().__init__(f"throttled for {retry_after} s")
+        self.retry_after = retry_after
+        self.everyone = everyone
+
+    def text(self) -> str:
+        who = "on this console" if self.everyone else "from your address"
+        return (
+            f"Too many wrong tokens were tried {who}; logins are refused for now, a right token "
+            f"too: try again in {self.retry_after} seconds."
+        )
+
+
+@dataclass
+class _Window:
+    """The recent failures of one client address (or of all): their times, and the lockout."""
+
+    failures: deque[float]
+    last: float = 0.0
+    locked_until: float = 0.0
+
+    def fail(self, now: float, window: float, lockout: float) -> None:
+        while self.failures and self.failures[0] <= now - window:
+            self.failures.popleft()
+        self.failures.append(now)
+        self.last = now
+        if len(self.failures) == self.failures.maxlen:
+            self.locked_until = now + lockout
+            self.failures.clear()
+
+
+class LoginThrottle:
+    """Failed token checks, counted per client address and for all of them, in memory.
+
+    After ``max_failures`` wrong tokens within ``window`` seconds from one address, that address
+    is locked out for ``lockout`` seconds (counted from the failure that locked it); after
+    ``global_failures`` within ``window`` from all addresses together, everyone is. While locked
+    out, a token is refused without being checked, a right one too, and the refusal counts as
+    nothing. A right token does not clear the failures (one valid token would otherwise let its
+    holder guess others at full speed). At most ``max_addresses`` addresses are tracked: stale
+    ones go first, then the longest idle unlocked ones. Safe across threads and tasks: one lock
+    around each check. ``clock`` is injectable for tests (a monotonic clock by default).
+    """
+
+    MAX_FAILURES = 5
+    WINDOW_SECONDS = 60
+    LOCKOUT_SECONDS = 60
+    GLOBAL_FAILURES = 50
+    MAX_ADDRESSES = 4096
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        max_failures: int = MAX_FAILURES,
+        window: float = WINDOW_SECONDS,
+        lockout: float = LOCKOUT_SECONDS,
+        global_failures: int = GLOBAL_FAILURES,
+        max_addresses: int = MAX_ADDRESSES,
+    ) -> None:
+        self.clock = clock
+        self.max_failures, self.max_addresses = max_failures, max_addresses
+        self.window, self.lockout = window, lockout
+        self._lock = threading.Lock()
+        self._addresses: OrderedDict[str, _Window] = OrderedDict()  # longest idle first
+        self._everyone = _Window(deque(maxlen=global_failures))
+
+    def check(self, address: str, verify: Callable[[], str | None]) -> str | None:
+        """What ``verify()`` finds (an identity), None counted as a failure of ``address``;
+        raises ``Throttled`` instead while ``address``, or everyone, is locked out."""
+        with self._lock:
+            now = self.clock()
+            for window, everyone in ((self._everyone, True), (self._addresses.get(address), False)):
+                if window is not None and now < window.locked_until:
+                    raise Throttled(max(1, math.ceil(window.locked_until - now)), everyone)
+            identity = verify()
+            if identity is None:
+                self._fail(address, now)
+            return identity
+
+    def tracked(self) -> int:
+        """How many client addresses are tracked now."""
+        with self._lock:
+            return len(self._addresses)
+
+    def _fail(self, address: str, now: float) -> None:
+        window = self._addresses.pop(address, None) or _Window(deque(maxlen=self.max_failures))
+        self._addresses[address] = window
+        window.fail(now, self.window, self.lockout)
+        self._everyone.fail(now, self.window, self.lockout)
+        stale = now - max(self.window, self.lockout)
+        while self._addresses:
+            oldest = next(iter(self._addresses.values()))
+            if oldest.last > stale:
+                break
+            self._addresses.popitem(last=False)
+        while len(self._addresses) > self.max_addresses:
+            unlocked = (a for a, w in self._addresses.items() if w.locked_until <= now)
+            self._addresses.pop(next(unlocked, next(iter(self._addresses))))
+
+
+class _SecurityHeaders:
+    """ASGI middleware: ``SECURITY_HEADERS`` on every HTTP response of the app it wraps."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message).update(SECURITY_HEADERS)
+            await send(message)
+
+        await self.app(scope, receive, secured)
 
 
 @dataclass
@@ -79,6 +217,7 @@ class Console:
     tokens: TokenTable
     sops: list[Path] = field(default_factory=list)
     approval: str = "ask"
+    throttle: LoginThrottle = field(default_factory=LoginThrottle)
     _logins: dict[str, _Login] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _models: Any = None
@@ -102,14 +241,20 @@ class Console:
             Route("/runs/{thread_id:path}/decision", self.decide, methods=["POST"]),
             Route("/runs/{thread_id:path}", self.run_page),
         ]
-        return Starlette(routes=routes)
+        handlers = {
+            HTTPException: _http_error,
+            Throttled: _throttled,
+            Exception: _server_error,  # Starlette answers it outside the middleware
+        }
+        middleware = [Middleware(_SecurityHeaders)]
+        return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)
 
     # -- who is calling ------------------------------------------------------------------------
 
     def _caller(self, request: Request) -> _Caller | None:
         scheme, _, value = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer":
-            identity = self.tokens.identity(value.strip())
+        if scheme.lower() == "bearer":  # raises Throttled after too many wrong tokens
+            identity = self.throttle.check(_address(request), lambda: self._identity(value))
             return _Caller(identity) if identity else None
         login = self._logins.get(request.cookies.get(COOKIE, ""))
         if login is None:
@@ -118,6 +263,9 @@ class Console:
             self._logins.pop(request.cookies.get(COOKIE, ""), None)
             return None
         return _Caller(login.identity, login)
+
+    def _identity(self, token: str) -> str | None:
+        return self.tokens.identity(token.strip())
 
     def _same_origin(self, request: Request) -> bool:
         """Whether the browser's ``Origin`` (when it sends one) is this console's own."""
@@ -155,8 +303,12 @@ class Console:
             return _html(
                 pages.message_page("Not logged in", "the form came from another site"), 403
             )
-        identity = self.tokens.identity(form.get("token", "").strip())
         target = _next(form.get("next"))
+        token = form.get("token", "")
+        try:
+            identity = self.throttle.check(_address(request), lambda: self._identity(token))
+        except Throttled as exc:
+            return _html(pages.login_page(target, exc.text()), 429, _retry(exc))
         if identity is None:
             page = pages.login_page(target, "That token is not in the console's tokens file.")
             return _html(page, 401)
@@ -168,16 +320,16 @@ class Console:
         response.set_cookie(
             COOKIE, sid, max_age=SESSION_SECONDS, httponly=True, samesite="strict", path="/"
         )
-        return _secure(response)
+        return response
 
     async def logout(self, request: Request) -> Response:
-        caller = self._caller(request)
-        form = await self._form(request) or {}
-        if caller is not None and caller.login is not None and self._guarded(caller, request, form):
-            self._logins.pop(request.cookies.get(COOKIE, ""), None)
+        """Ends the cookie's session on the server, with or without the form's CSRF token: a
+        stale page's logout must not leave the session alive, and a forced logout harms no one
+        (the SameSite=Strict cookie is not sent on another site's POST anyway)."""
+        self._logins.pop(request.cookies.get(COOKIE, ""), None)
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE, path="/")
-        return _secure(response)
+        return response
 
     async def runs_page(self, request: Request) -> Response:
         caller = self._caller(request)
@@ -228,9 +380,7 @@ class Console:
             problem = await self._resume(record, decision, caller.identity, *gate)
         if problem is not None:
             return _html(pages.message_page("Not answered", problem, view, thread_id), 409)
-        return _secure(
-            RedirectResponse(f"/runs/{quote(thread_id, safe='')}?answered={decision}", 303)
-        )
+        return RedirectResponse(f"/runs/{quote(thread_id, safe='')}?answered={decision}", 303)
 
     # -- the store and the runtime -------------------------------------------------------------
 
@@ -311,13 +461,42 @@ def _next(target: str | None) -> str:
 
 def _to_login(request: Request) -> Response:
     here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return _secure(RedirectResponse(f"/login?next={quote(here, safe='')}", status_code=303))
+    return RedirectResponse(f"/login?next={quote(here, safe='')}", status_code=303)
 
 
-def _secure(response: Response) -> Response:
-    response.headers.update(_HEADERS)
-    return response
+def _address(request: Request) -> str:
+    """The client's address as the socket gives it (behind a proxy: the proxy's)."""
+    return request.client.host if request.client else "unknown"
 
 
-def _html(text: str, status: int = 200) -> Response:
-    return _secure(HTMLResponse(text, status_code=status))
+def _retry(exc: Throttled) -> dict[str, str]:
+    return {"Retry-After": str(exc.retry_after)}
+
+
+def _html(text: str, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return HTMLResponse(text, status_code=status, headers=headers)
+
+
+async def _throttled(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Throttled)
+    return _html(pages.message_page("Too many wrong tokens", exc.text()), 429, _retry(exc))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (no such path, a method a route does not take) as pages."""
+    assert isinstance(exc, HTTPException)
+    path = request.url.path[:200]
+    if exc.status_code == 404:
+        title, text = "No such page", f"the console has no page {path!r}; its runs are at /"
+    elif exc.status_code == 405:
+        title, text = "Not allowed", f"{request.method} is not allowed on {path!r}"
+    else:
+        title, text = "Refused", str(exc.detail)
+    return _html(pages.message_page(title, text), exc.status_code, dict(exc.headers or {}))
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    """A fault in the console: one line on the page (the traceback goes to stderr, from
+    Starlette), with the security headers, since this answer skips the middleware."""
+    text = "the console failed on this request; its stderr has the details"
+    return _html(pages.message_page("Server error", text), 500, SECURITY_HEADERS)
