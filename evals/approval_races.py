@@ -6,7 +6,7 @@ gate ``confirm``), then fires ``n`` approvals of that interrupt at once, each th
 ``session`` (a warm process holding a ``Session``, as the MCP server and the console do),
 ``cli`` (a ``sopgraph resume`` process), ``mcp`` (``resume_run`` on one of two ``sopgraph mcp
 serve --transport http`` servers), ``console`` (the decision form POSTed to one of two
-``sopgraph ui`` servers; SQLite stores only, as the console reads those), or ``mix`` (racers of
+``sopgraph ui`` servers), or ``mix`` (racers of
 every kind in turn). The action's tool appends a line per execution to a file: the figure is
 read from there, not from the run's own record.
 
@@ -271,8 +271,6 @@ async def _listening(port: int, proc: asyncio.subprocess.Process) -> None:
 
 def racers(world: World, front: str, n: int) -> list[Any]:
     kinds = ["session", "cli", "mcp", "console"] if front == "mix" else [front]
-    if world.store.startswith("postgres") and "console" in kinds and front == "mix":
-        kinds.remove("console")  # the console reads SQLite stores only
     made: list[Any] = []
     for i in range(n):
         kind = kinds[i % len(kinds)]

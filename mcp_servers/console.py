@@ -50,7 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sopgraph.mcp_servers import console_pages as pages
 from sopgraph.mcp_servers.server_auth import TokenTable
-from sopgraph.runtime.runs import RunRecord, RunsError, list_runs, read_run
+from sopgraph.runtime.runs import RunRecord, RunsError, list_runs, read_run, store_name
 
 CONSOLE_APPROVALS = ("ask", "reject")
 COOKIE = "sopgraph_console"
@@ -213,7 +213,7 @@ class Console:
     ``approval``: the policy answers go through (``CONSOLE_APPROVALS``).
     """
 
-    store: Path
+    store: Path | str  # a SQLite file or a postgres:// URL
     tokens: TokenTable
     sops: list[Path] = field(default_factory=list)
     approval: str = "ask"
@@ -338,10 +338,11 @@ class Console:
         try:
             runs = await run_in_threadpool(self._list)
         except RunsError as exc:
-            return _html(pages.message_page("No runs", str(exc), caller), 200)
+            return _html(pages.message_page("No runs", str(exc), caller_view(caller)), 200)
         waiting = [r for r in runs if r.status == "interrupted"]
         records = [await run_in_threadpool(read_run, self.store, r.thread_id) for r in waiting]
-        return _html(pages.runs_page(self.store, runs, records, caller_view(caller), self.approval))
+        where = store_name(self.store)
+        return _html(pages.runs_page(where, runs, records, caller_view(caller), self.approval))
 
     async def run_page(self, request: Request) -> Response:
         caller = self._caller(request)
@@ -350,7 +351,7 @@ class Console:
         thread_id = request.path_params["thread_id"]
         record = await self._record(thread_id)
         if record is None:
-            text = f"no run {thread_id!r} in {self.store}"
+            text = f"no run {thread_id!r} in {store_name(self.store)}"
             return _html(pages.message_page("No such run", text, caller_view(caller)), 404)
         answered = request.query_params.get("answered")
         drawing = await run_in_threadpool(pages.drawing, record)
@@ -390,7 +391,7 @@ class Console:
         return run.sop_path is not None and Path(run.sop_path) in self._allowed
 
     def _list(self) -> list[Any]:
-        if not self.store.exists():
+        if isinstance(self.store, Path) and not self.store.exists():
             return []
         runs = list_runs(self.store, limit=None if self._allowed else LIST_LIMIT)
         return [r for r in runs if self._shown(r)][:LIST_LIMIT]

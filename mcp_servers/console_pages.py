@@ -8,7 +8,6 @@ import html
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -137,7 +136,7 @@ def _waiting(record: Any, caller: CallerView, approval: str) -> str:
 
 
 def runs_page(
-    store: Path, runs: list[Any], waiting: list[Any], caller: CallerView, approval: str
+    store: str, runs: list[Any], waiting: list[Any], caller: CallerView, approval: str
 ) -> str:
     """Every run, newest first, after the approvals waiting (with their buttons)."""
     parts = [f"<p class=muted>runs in <code>{_e(str(store))}</code>, newest first</p>"]

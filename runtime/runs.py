@@ -72,6 +72,8 @@ def list_runs(
     path; at most ``limit``."""
     with _open(store) as db:
         out: list[RunInfo] = []
+        if "checkpoints" not in db.tables:
+            return out
         for thread_id, conf in _journal_only(db):
             if _matches(conf, sop):
                 out.append(_stopped(thread_id, conf))
@@ -96,7 +98,7 @@ def list_runs(
 def read_run(store: Path | str, thread_id: str) -> RunRecord:
     """The run on ``thread_id`` in ``store``; ``RunsError`` when there is none."""
     with _open(store) as db:
-        if db.query(
+        if "checkpoints" in db.tables and db.query(
             "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' LIMIT 1",
             (thread_id,),
         ):
@@ -167,12 +169,8 @@ def _open(store: Path | str) -> Iterator[_Store]:
                 f"cannot open the checkpoint store {store_name(store)}: {first}"
             ) from None
         with conn:
-            db = _Store(conn, PostgresSaver(conn), store, postgres=True)
-            if "checkpoints" not in db.tables:
-                raise RunsError(
-                    f"{store_name(store)}: no checkpoint store there (no checkpoints table)"
-                )
-            yield db
+            # a database no run has used yet holds no tables: an empty store
+            yield _Store(conn, PostgresSaver(conn), store, postgres=True)
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 

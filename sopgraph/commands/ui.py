@@ -68,6 +68,7 @@ def _tokens(path: str | None) -> Any:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from sopgraph.commands.runs import _store
+    from sopgraph.runtime.runs import store_name
 
     tokens = _tokens(args.tokens)  # TokenError is a user error: one line
     for warning in tokens.warnings:
@@ -91,7 +92,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
             "in clear (plain HTTP); put TLS in front, or keep the console on 127.0.0.1",
             file=sys.stderr,
         )
-    print(f"sopgraph console: http://{shown}:{port}/ (runs in {store})", flush=True)
+    print(f"sopgraph console: http://{shown}:{port}/ (runs in {store_name(store)})", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="off")
     try:
         uvicorn.Server(config).run(sockets=[sock])

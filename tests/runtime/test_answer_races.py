@@ -41,7 +41,7 @@ def test_concurrent_approvals_on_sqlite_execute_the_action_once(tmp_path: Path, 
 
 @pytest.mark.slow
 @pytest.mark.postgres
-@pytest.mark.parametrize("front", ["session", "mcp", "mix", "cli"])  # the console reads SQLite
+@pytest.mark.parametrize("front", ["session", "mcp", "console", "mix", "cli"])
 def test_concurrent_approvals_on_postgres_execute_the_action_once(
     tmp_path: Path,
     pg_dsn: str,  # noqa: F811
