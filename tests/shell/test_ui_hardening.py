@@ -160,3 +160,11 @@ def test_every_response_carries_the_consoles_security_headers(
     assert anonymous_405.status_code == 405
     assert failed.status_code == 500 and "the store broke" not in failed.text
     assert "Server error" in failed.text
+
+
+def test_a_store_that_is_no_checkpoint_store_is_one_message_not_a_500(tmp_path: Path) -> None:
+    (tmp_path / "checkpoints.sqlite").write_bytes(b"")  # an empty file: no checkpoints table
+    client = _client(_console(tmp_path).app())
+    assert _login(client, ALICE_TOKEN).status_code == 303
+    page = client.get("/")
+    assert page.status_code == 200 and "is not a checkpoint store" in page.text
