@@ -313,6 +313,7 @@ async def bench_langgraph(
     inputs: list[dict[str, Any]] | None = None,
     *,
     url: str | None = None,
+    token: str | None = None,
     clients: int = 1,
     approval: str = "approve",
     home: Path | None = None,
@@ -323,7 +324,9 @@ async def bench_langgraph(
     ``langgraph.json``, with as many concurrent jobs as ``concurrency`` (``langgraph dev`` runs
     one at a time by default) and a scratch home linking the data folders of ``home``. An
     example SOP runs on its own graph, any other on the generic ``sop`` graph. Each run is
-    stateless (``runs.wait`` without a thread); ``clients`` SDK clients share the load. The dev
+    stateless (``runs.wait`` without a thread); ``clients`` SDK clients share the load, each
+    sending a bearer token (langgraph.json's auth): ``token``, one of the server at ``url``,
+    else the token of the server started for the bench. The dev
     server's in-memory queue polls every 0.5 s, so each run costs at least that.
 
     Example:
@@ -340,6 +343,7 @@ async def bench_langgraph(
     graph = sop_dir.name if named else "sop"
     run_config = {"configurable": {"sop": str(sop_path), "approval": approval}}
     server = None
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with AsyncExitStack() as stack:
         if url is None:
             scratch = server_home(stack, data_home)
@@ -349,8 +353,8 @@ async def bench_langgraph(
             )  # fmt: skip
             await asyncio.to_thread(server.start)
             stack.callback(server.stop)
-            url = server.url
-        pick = cycle([get_client(url=url) for _ in range(max(1, clients))])
+            url, headers = server.url, server.headers()
+        pick = cycle([get_client(url=url, headers=headers) for _ in range(max(1, clients))])
 
         async def call(inp: dict[str, Any]) -> str | None:
             values = await next(pick).runs.wait(

@@ -3,16 +3,20 @@
 The server serves the repository's ``langgraph.json`` itself (``--config``), but starts in a
 scratch folder: it writes its state, ``.langgraph_api/``, where it starts. The graphs import
 as modules of the installed project, so the config's ``"."`` dependency needs no rewriting.
+A config that declares ``auth`` (the repository's does: bearer tokens, see
+``mcp_servers/langgraph_auth.py``) is given a scratch tokens file, one token per identity of
+``identities``, unless ``env`` names one; ``client(identity)`` sends that identity's token.
 
 Example:
     >>> with LangGraphDev() as server:
-    ...     client = langgraph_sdk.get_client(url=server.url)
+    ...     client = server.client()
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -23,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from sopgraph.mcp_servers.server_auth import TOKENS_ENV
 from sopgraph.nodes.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,7 +68,9 @@ class LangGraphDev:
 
     ``config`` is a path to a config file, or a config dict written into ``workdir``; the
     server starts in ``workdir`` (default a temporary folder, removed on stop). ``jobs`` is how
-    many runs the server executes at once (``langgraph dev`` defaults to 1).
+    many runs the server executes at once (``langgraph dev`` defaults to 1). When the config
+    declares ``auth`` and ``env`` names no tokens file, each of ``identities`` gets a token
+    (``tokens``), written to ``workdir/tokens``.
     """
 
     def __init__(
@@ -74,12 +81,15 @@ class LangGraphDev:
         jobs: int = 10,
         env: dict[str, str] | None = None,
         timeout: float = 120.0,
+        identities: tuple[str, ...] = ("langgraph-dev",),
     ):
         self.config = CONFIG if config is None else config
         self.workdir = workdir
         self.jobs = jobs
         self.env = env or {}
         self.timeout = timeout
+        self.identities = identities
+        self.tokens: dict[str, str] = {}  # identity -> bearer token, when written here
         self.port = 0
         self.proc: subprocess.Popen | None = None
         self._tmp: str | None = None
@@ -110,6 +120,8 @@ class LangGraphDev:
             config_path = Path(self.config).resolve()
         self.port = free_port()
         env = {**os.environ, **OFFLINE_ENV, **self.env}
+        if "auth" in json.loads(config_path.read_text()) and TOKENS_ENV not in self.env:
+            env[TOKENS_ENV] = str(self._write_tokens())
         with open(self.log_path, "wb") as log:
             # A session of its own, so stop() reaches every process the CLI starts.
             self.proc = subprocess.Popen(
@@ -123,6 +135,24 @@ class LangGraphDev:
             )
         self._wait_ready()
         return self
+
+    def _write_tokens(self) -> Path:
+        self.tokens = {who: secrets.token_urlsafe(32) for who in self.identities}
+        path = Path(self.workdir) / "tokens"
+        path.touch(mode=0o600)
+        path.write_text("".join(f"{who} {token}\n" for who, token in self.tokens.items()))
+        return path
+
+    def headers(self, identity: str | None = None) -> dict[str, str]:
+        """The ``Authorization`` header of ``identity`` (default the first), if it has a token."""
+        token = self.tokens.get(identity or next(iter(self.identities), ""))
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def client(self, identity: str | None = None) -> Any:
+        """A langgraph-sdk client of this server, sending ``identity``'s token."""
+        from langgraph_sdk import get_client
+
+        return get_client(url=self.url, headers=self.headers(identity))
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.timeout

@@ -170,8 +170,9 @@ class _NodeRunner:
             else:
                 approved, how = policy == "approve", f"policy:{policy}"
                 who = conf.get("approver")
-            # the client or user who answered (LangGraph server: the authenticated user)
-            who = who or conf.get("langgraph_auth_user_id") or "unknown (no approver given)"
+            # the LangGraph server's authenticated user over any name a client's answer or run
+            # configuration gives; else who answered, or who set the policy
+            who = conf.get("langgraph_auth_user_id") or who or "unknown (no approver given)"
         record: dict[str, Any] = {
             "node": node.id,
             "cost": node.cost,

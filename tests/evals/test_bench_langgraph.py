@@ -16,8 +16,13 @@ async def test_bench_langgraph_counts_completed_and_paused_triages(tmp_path, fc_
     with LangGraphDev(
         CONFIG, workdir=tmp_path / "server", jobs=5, env={"SOPGRAPH_HOME": str(fc_home)}
     ) as srv:
-        ok = await bench_langgraph(5, 5, inputs=inputs, url=srv.url, approval="approve")
-        paused = await bench_langgraph(5, 5, inputs=inputs, url=srv.url, approval="ask")
+        token = srv.tokens["langgraph-dev"]  # langgraph.json's auth: the server's bearer token
+        ok = await bench_langgraph(
+            5, 5, inputs=inputs, url=srv.url, token=token, approval="approve"
+        )
+        paused = await bench_langgraph(
+            5, 5, inputs=inputs, url=srv.url, token=token, approval="ask"
+        )
     assert ok["server"] == "langgraph" and ok["sop_id"] == "fc_outbound_dock_triage"
     assert (ok["completed"], ok["failed"]) == (5, 0), ok["errors"]
     assert 0 < ok["p50_ms"] <= ok["p99_ms"]

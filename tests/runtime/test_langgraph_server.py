@@ -4,6 +4,7 @@ The alarm-triage graph triages an alarm of the test world up to a gated action, 
 the run as an interrupt the server reports; resumed with approve or reject, the run ends as
 the SOP says (its gated actions have no children) with the ground truth's verdicts. A small
 gated SOP on the generic ``sop`` graph checks that approve and reject take different edges.
+The repository's langgraph.json declares its bearer-token auth: each client sends a token.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from typing import Any
 
 import pytest
 from fc_world import fc_home, fc_world  # noqa: F401
-from langgraph_sdk import get_client
+from gated_sop import INPUT, gated_sop
 from langgraph_sdk.schema import Command
-from sop_factory import make_sop
 
 from sopgraph.evals.fc_triage.dataset import Scenario, load_scenarios
 from sopgraph.evals.langgraph_dev import CONFIG, REPO, LangGraphDev
@@ -25,37 +25,6 @@ from sopgraph.graphs.loader import load_sop
 from sopgraph.runtime.studio import resolve_sop
 
 pytestmark = pytest.mark.slow
-
-ECHO_SERVER = Path(__file__).resolve().parents[1] / "servers" / "echo_metrics.py"
-GATED = {
-    "id": "studio_gated",
-    "title": "Idle station, gated standby",
-    "params": {"idle_pct_threshold": 25},
-    "entry": {"station_idle": ["obs_idle"]},
-    "nodes": {
-        "obs_idle": {
-            "kind": "observation",
-            "text": "The station was idle more than {idle_pct_threshold}% of 15 minutes.",
-            "next": {"true": ["act_standby"], "false": []},
-        },
-        "act_standby": {
-            "kind": "action",
-            "text": "Put the robot in standby.",
-            "cost": "high",
-            "approval": "required",
-            "next": {"true": ["act_notify_dock"], "false": ["act_page_engineer"]},
-        },
-        "act_notify_dock": {"kind": "action", "text": "Tell the dock lead."},
-        "act_page_engineer": {"kind": "action", "text": "Page the robotics engineer."},
-    },
-}
-# The verdict comes from an MCP server, so the run also opens the lazy MCP pool in the server.
-IDLE_TOOL = """
-r = await ctx.mcp.call("metrics", "execute_range_query",
-                       {"metric": "robotics.station_idle_pct", "site": ctx.input["site"]})
-limit = ctx.params["idle_pct_threshold"]
-return Verdict(value=r["value"] > limit, observed=r["value"], threshold=limit)
-"""
 
 
 @dataclass
@@ -68,10 +37,7 @@ class Target:
 
 
 def gated_target(root: Path) -> Target:
-    sop = make_sop(root / "studio_gated", GATED, {"obs_idle": IDLE_TOOL})
-    servers = {"metrics": {"command": "python", "args": [str(ECHO_SERVER)]}}
-    (sop / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
-    return Target("sop", str(sop), {"type": "station_idle", "site": "BFI4"})
+    return Target("sop", str(gated_sop(root, "studio_gated")), INPUT)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +95,7 @@ def _decisions(sop, verdicts: dict[str, Any]) -> dict[str, str]:
 @pytest.mark.parametrize("decision", ["approve", "reject"])
 async def test_triage_alarm_pauses_on_its_gated_action_and_resumes(server, alarm, decision):
     srv, _ = server
-    client = get_client(url=srv.url)
+    client = srv.client()
     sop = load_sop(resolve_sop("fc_alarm_triage"))
     thread = (await client.threads.create())["thread_id"]
 
@@ -166,7 +132,7 @@ async def test_triage_alarm_pauses_on_its_gated_action_and_resumes(server, alarm
 
 async def test_graphs_of_langgraph_json_are_served(server):
     srv, _ = server
-    client = get_client(url=srv.url)
+    client = srv.client()
     served = {a["graph_id"] for a in await client.assistants.search(limit=100)}
     assert served >= set(json.loads((REPO / "langgraph.json").read_text())["graphs"])
     for graph in ("service_interruption", "fc_alarm_triage"):
@@ -178,7 +144,7 @@ async def test_graphs_of_langgraph_json_are_served(server):
 @pytest.mark.parametrize("decision", ["approve", "reject"])
 async def test_gated_action_takes_its_true_or_false_edge(server, target, decision):
     srv, _ = server
-    client = get_client(url=srv.url)
+    client = srv.client()
     sop = load_sop(resolve_sop(target.sop))
     assistant, thread, gated = await _start(client, target)
     paused = await client.threads.get_state(thread)

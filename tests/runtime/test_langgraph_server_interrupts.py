@@ -9,62 +9,21 @@ key, read from the interrupt's value (issue 53): a plain "approve" is refused an
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from gated_sop import INPUT, gated_sop
 from langgraph.store.memory import InMemoryStore
-from langgraph_sdk import get_client
 from langgraph_sdk.schema import Command
-from sop_factory import make_sop
 
 from sopgraph.evals.langgraph_dev import CONFIG, LangGraphDev
 from sopgraph.runtime import studio
-
-ECHO_SERVER = Path(__file__).resolve().parents[1] / "servers" / "echo_metrics.py"
-GATED = {
-    "id": "per_run_gated",
-    "title": "Idle station, gated standby",
-    "params": {"idle_pct_threshold": 25},
-    "entry": {"station_idle": ["obs_idle"]},
-    "nodes": {
-        "obs_idle": {
-            "kind": "observation",
-            "text": "The station was idle more than {idle_pct_threshold}% of 15 minutes.",
-            "next": {"true": ["act_standby"], "false": []},
-        },
-        "act_standby": {
-            "kind": "action",
-            "text": "Put the robot in standby.",
-            "cost": "high",
-            "approval": "required",
-            "next": {"true": ["act_notify_dock"], "false": ["act_page_engineer"]},
-        },
-        "act_notify_dock": {"kind": "action", "text": "Tell the dock lead."},
-        "act_page_engineer": {"kind": "action", "text": "Page the robotics engineer."},
-    },
-}
-IDLE_TOOL = """
-r = await ctx.mcp.call("metrics", "execute_range_query",
-                       {"metric": "robotics.station_idle_pct", "site": ctx.input["site"]})
-limit = ctx.params["idle_pct_threshold"]
-return Verdict(value=r["value"] > limit, observed=r["value"], threshold=limit)
-"""
-INPUT = {"type": "station_idle", "site": "BFI4"}
-
-
-def _gated_sop(root: Path) -> Path:
-    sop = make_sop(root / "per_run_gated", GATED, {"obs_idle": IDLE_TOOL})
-    servers = {"metrics": {"command": "python", "args": [str(ECHO_SERVER)]}}
-    (sop / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
-    return sop
 
 
 async def test_factory_remembers_the_sop_a_thread_runs(tmp_path, monkeypatch):
     """Without a server: the factory as the server calls it, with the server's store."""
     monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
-    sop = _gated_sop(tmp_path)
+    sop = gated_sop(tmp_path)
     store = InMemoryStore()
     run = SimpleNamespace(store=store, access_context="threads.create_run")
     read = SimpleNamespace(store=store, access_context="threads.read")
@@ -84,14 +43,14 @@ async def test_factory_remembers_the_sop_a_thread_runs(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> tuple[str, str]:
+def served(tmp_path_factory) -> tuple[LangGraphDev, str]:
     """The repository's langgraph.json on a real ``langgraph dev``; the gated SOP's path."""
     work = tmp_path_factory.mktemp("langgraph-interrupts")
-    sop = _gated_sop(work)
+    sop = gated_sop(work)
     home = work / "home"
     home.mkdir()
     with LangGraphDev(CONFIG, workdir=work, env={"SOPGRAPH_HOME": str(home)}) as srv:
-        yield srv.url, str(sop)
+        yield srv, str(sop)
 
 
 async def _bound(client, thread: str, decision: str) -> Command:
@@ -113,8 +72,8 @@ async def _pause(client, sop: str) -> str:
 
 @pytest.mark.slow
 async def test_state_of_a_paused_per_run_sop_shows_its_interrupt(served):
-    url, sop = served
-    client = get_client(url=url)
+    srv, sop = served
+    client = srv.client()  # with its bearer token (langgraph.json's auth)
     thread = await _pause(client, sop)
 
     state = await client.threads.get_state(thread)
@@ -133,8 +92,8 @@ async def test_state_of_a_paused_per_run_sop_shows_its_interrupt(served):
 @pytest.mark.slow
 @pytest.mark.parametrize("decision", ["approve", "reject"])
 async def test_resume_through_the_sdk_takes_the_decided_edge(served, decision):
-    url, sop = served
-    client = get_client(url=url)
+    srv, sop = served
+    client = srv.client()  # with its bearer token (langgraph.json's auth)
     thread = await _pause(client, sop)
 
     # resumed as the pause was started: the default assistant, the SOP given per run
@@ -159,8 +118,8 @@ async def test_resume_through_the_sdk_takes_the_decided_edge(served, decision):
 @pytest.mark.slow
 async def test_resume_without_repeating_the_sop(served):
     """A Studio user presses Continue: the resume names no SOP, the thread's own is used."""
-    url, sop = served
-    client = get_client(url=url)
+    srv, sop = served
+    client = srv.client()  # with its bearer token (langgraph.json's auth)
     thread = await _pause(client, sop)
 
     await client.runs.wait(thread, "sop", command=await _bound(client, thread, "approve"))
@@ -175,8 +134,8 @@ async def test_resume_without_repeating_the_sop(served):
 async def test_a_plain_resume_without_the_gates_key_is_refused_and_asked_again(served):
     """``Command(resume="approve")`` names no gate: the run stays at its gate, the refusal
     recorded in the interrupt asked again; the bound answer then executes the action once."""
-    url, sop = served
-    client = get_client(url=url)
+    srv, sop = served
+    client = srv.client()  # with its bearer token (langgraph.json's auth)
     thread = await _pause(client, sop)
     (first,) = (await client.threads.get_state(thread))["interrupts"]
 
@@ -209,14 +168,14 @@ my_sop = build_graph(Path(__file__).parent / "my-sop")
 @pytest.mark.slow
 async def test_own_sop_served_from_a_langgraph_json_of_ones_own(tmp_path):
     """docs/serving.md's recipe: a module beside one's langgraph.json builds one's SOP."""
-    _gated_sop(tmp_path).rename(tmp_path / "my-sop")
+    gated_sop(tmp_path).rename(tmp_path / "my-sop")
     (tmp_path / "my_graphs.py").write_text(OWN_GRAPHS)
     config = {"dependencies": ["."], "graphs": {"my_sop": "./my_graphs.py:my_sop"}}
     (tmp_path / "home").mkdir()
     with LangGraphDev(
         config, workdir=tmp_path, env={"SOPGRAPH_HOME": str(tmp_path / "home")}
     ) as srv:
-        client = get_client(url=srv.url)
+        client = srv.client()
         thread = (await client.threads.create())["thread_id"]
         await client.runs.wait(thread, "my_sop", input={"input": INPUT})
         state = await client.threads.get_state(thread)
