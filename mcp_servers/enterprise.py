@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import sys
@@ -53,8 +54,43 @@ SERVER_NAME = "enterprise"
 DEFAULT_POLICY = DEFAULT_DATA.parent / "policy.yaml"
 
 
+# The most of a call's arguments one audit entry stores, in bytes of their canonical JSON
+# (``json.dumps(arguments, sort_keys=True, separators=(",", ":"))``, ASCII). Larger arguments
+# are stored as the first AUDIT_ARGUMENTS_BYTES of that text, with ``arguments_truncated``,
+# their full size (``arguments_bytes``) and the SHA-256 of the full text
+# (``arguments_sha256``), so an auditor can match the entry to a request kept elsewhere. The
+# cap holds for refused and allowed calls alike: before it, 5 refused calls carrying 3 MB each
+# grew the log by 15 MB.
+AUDIT_ARGUMENTS_BYTES = 4096
+# The most of any other text an entry stores (tool name, identity, reason), in characters.
+AUDIT_TEXT_CHARS = 1024
+
+
+def audit_arguments(arguments: Any) -> dict[str, Any]:
+    """The audit entry's fields for ``arguments``: whole when their canonical JSON fits in
+    AUDIT_ARGUMENTS_BYTES, else its head, its size and its SHA-256."""
+    full = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    if len(full) <= AUDIT_ARGUMENTS_BYTES:  # ASCII: characters are bytes
+        return {"arguments": arguments}
+    return {
+        "arguments": full[:AUDIT_ARGUMENTS_BYTES],
+        "arguments_truncated": True,
+        "arguments_bytes": len(full),
+        "arguments_sha256": hashlib.sha256(full.encode("ascii")).hexdigest(),
+    }
+
+
+def _clip(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > AUDIT_TEXT_CHARS:
+        return f"{value[:AUDIT_TEXT_CHARS]}... ({len(value):,} characters in all)"
+    return value
+
+
 class AuditLog:
-    """Every call: who, which tool, its arguments, ok or refused (and why), records returned."""
+    """Every call: who, which tool, its arguments, ok or refused (and why), records returned.
+
+    Each entry is bounded: arguments to AUDIT_ARGUMENTS_BYTES (with size and SHA-256 when
+    cut), any other text to AUDIT_TEXT_CHARS; ``returned`` is bounded by the tools' limits."""
 
     def __init__(self, path: Path | None):
         self.path = path
@@ -65,7 +101,10 @@ class AuditLog:
     def write(self, record: dict[str, Any]) -> None:
         if self.path is None:
             return
-        line = json.dumps({"ts": dt.datetime.now(dt.UTC).isoformat(), **record}, default=str)
+        entry: dict[str, Any] = {"ts": dt.datetime.now(dt.UTC).isoformat()}
+        for key, value in record.items():
+            entry.update(audit_arguments(value) if key == "arguments" else {key: _clip(value)})
+        line = json.dumps(entry, default=str)
         with self.lock, self.path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
 
@@ -95,7 +134,7 @@ class EnterpriseMCP(FastMCP):
                 extra = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
                 if extra:
                     raise AccessDenied(
-                        f"{name} argument {extra[0]!r}",
+                        f"{name} argument {extra[0][:40]!r}",
                         f"not a parameter of {name}; every call acts as {identity} (the "
                         "server's identity: --as or the bearer token), never as an argument",
                     )

@@ -33,6 +33,14 @@ REFUSED = "access denied: "  # the first words of every refusal (graphs.executor
 EMPLOYEE_RELATIONS = ("self", "reportees", "direct_reportees", "department", "everyone")
 TICKET_RELATIONS = ("raiser", "assignee", "everyone")
 CUSTOMER_RELATIONS = ("everyone",)
+# Free-text fields that can tell a field the policy protects, and that field. On a record where
+# the caller may read the text but not the protected field, the server serves the text
+# neutralised (``enterprise_store.neutral_text``: no he/she/his/her), and filters and sorts on
+# it see that same text, so ``contains "she"`` probes nothing. Withholding ``description`` from
+# peers altogether would take away what the directory is for (a colleague's role and skills);
+# the pronouns are the part that tells ``Gender``, so they are what goes, and the policy stays
+# the one place that says who reads ``Gender`` (self, reportees, HR in the example).
+TEXT_REVEALS = {"description": "Gender"}
 
 
 class PolicyError(ValueError):

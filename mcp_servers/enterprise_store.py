@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,9 @@ CUSTOMER_FIELDS = (
     "purchase_order_paths",
     "shipping_order_paths",
 )
+# Free text about an employee, served neutralised (``neutral_text``) to a reader the policy
+# withholds a field from that the text could reveal (``enterprise_policy.TEXT_REVEALS``).
+FREE_TEXT_FIELDS = ("description",)
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "examples" / "enterprise" / "data"
 
 
@@ -67,6 +71,8 @@ class Company:
 
     db: sqlite3.Connection
     employees: dict[str, dict[str, Any]]
+    # neutral[field][emp_id]: the FREE_TEXT_FIELDS with no gendered word (``neutral_text``)
+    neutral: dict[str, dict[str, str | None]] = field(default_factory=dict)
     subordinates: dict[str, frozenset[str]] = field(default_factory=dict)
     by_department: dict[str, frozenset[str]] = field(default_factory=dict)
 
@@ -136,12 +142,58 @@ def load_company(data_dir: Path = DEFAULT_DATA) -> Company:
         db.execute(f"INSERT INTO customers VALUES ({', '.join('?' for _ in values)})", values)
     db.commit()
     company = Company(db=db, employees=by_id)
+    company.neutral = {
+        f: {e: neutral_text(r[f], r["Name"]) for e, r in by_id.items()} for f in FREE_TEXT_FIELDS
+    }
     company.subordinates = _subordinates(by_id)
     departments: dict[str, set[str]] = {}
     for emp_id, rec in by_id.items():
         departments.setdefault(str(rec["category"]), set()).add(emp_id)
     company.by_department = {k: frozenset(v) for k, v in departments.items()}
     return company
+
+
+_GENDERED = re.compile(r"\b(?:he|she|him|his|hers|himself|herself|her)\b", re.IGNORECASE)
+_NEXT_WORD = re.compile(r"\s*([A-Za-z'-]*)")
+# After an object "her" ("makes her a valuable asset", "helps her to", "serves her well"),
+# not a possessive one ("her team"): determiners, prepositions, conjunctions, adverbs.
+_AFTER_OBJECT = frozenset(
+    "a an the to as and or but for in on at with from into by than well apart up out".split()
+)
+
+
+def neutral_text(text: str | None, name: str | None) -> str | None:
+    """``text`` about the employee ``name`` with every gendered pronoun replaced by the
+    first name (``he``/``she``/``him`` by ``Raj``, ``his``/``hers`` and a possessive ``her``
+    by ``Raj's``, ``himself``/``herself`` by ``themself``), so the sentence still reads.
+
+    EnterpriseBench's descriptions (942 of 1,260) say he/she/his/her: to a reader who may not
+    read ``Gender`` they would tell it. The name is left as it is: it is the directory entry
+    the operator's policy grants.
+
+    Example:
+        >>> neutral_text("She leads her team.", "Priya Shah")
+        "Priya leads Priya's team."
+    """
+    if not text:
+        return text
+    first = (name or "").split()[0] if (name or "").split() else "this employee"
+
+    def swap(m: re.Match[str]) -> str:
+        word = m[0].lower()
+        if word in ("himself", "herself"):
+            out = "themself"
+        elif word in ("he", "she", "him"):
+            out = first
+        elif word in ("his", "hers"):
+            out = f"{first}'s"
+        else:  # her: an object (him) or a possessive (his), by the word that follows
+            after = _NEXT_WORD.match(text, m.end())[1].lower()
+            is_object = not after or after in _AFTER_OBJECT or after.endswith("ly")
+            out = first if is_object else f"{first}'s"
+        return out[:1].upper() + out[1:] if m[0][:1].isupper() else out
+
+    return _GENDERED.sub(swap, text)
 
 
 def _subordinates(by_id: dict[str, dict[str, Any]]) -> dict[str, frozenset[str]]:

@@ -11,7 +11,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from sopgraph.mcp_servers.enterprise_policy import AccessDenied, Caller
+from sopgraph.mcp_servers.enterprise_policy import TEXT_REVEALS, AccessDenied, Caller
 from sopgraph.mcp_servers.enterprise_store import (
     CUSTOMER_FIELDS,
     EMPLOYEE_FIELDS,
@@ -97,6 +97,27 @@ def add_tools(mcp: Any) -> None:
         names = fields or [f for f in EMPLOYEE_FIELDS if row["emp_id"] in readable(me, f)]
         return {f: row[f] for f in names}
 
+    def served(me: Caller, emp_ids: list[str]) -> list[dict[str, Any]]:
+        """The records as ``me`` is served them (and filters and sorts see them): a free text
+        that could tell a field ``me`` may not read on that record is its neutral version."""
+        may_read = {text: readable(me, protected) for text, protected in TEXT_REVEALS.items()}
+        out = []
+        for emp in emp_ids:
+            rec = company.employees[emp]
+            swaps = {t: company.neutral[t][emp] for t, ok in may_read.items() if emp not in ok}
+            out.append({**rec, **swaps} if swaps else rec)
+        return out
+
+    def seen_employee(me: Caller, emp_id: str, what: str) -> None:
+        """Refuse ``emp_id`` unless ``me`` may see its record; an id of no employee gets the very
+        same answer, so no refusal tells whether a hidden id exists."""
+        if emp_id not in policy.employee_rows(me, company):
+            raise AccessDenied(
+                f"{what} {emp_id[:40]!r}",
+                f"not a record {me.emp_id} may see (employees.rows: "
+                f"{', '.join(policy.employees.rows)})",
+            )
+
     def need_field(me: Caller, what: str, name: str, rows: set[str], hint: str = "") -> None:
         _known("employees", name, EMPLOYEE_FIELDS)
         if not rows <= readable(me, name):
@@ -139,7 +160,7 @@ def add_tools(mcp: Any) -> None:
         if sort_by is not None:
             need_field(me, f"search_employees sort by {sort_by!r}", sort_by, set(rows),
                        f"; narrow scope (now {scope!r}) to records where you may")  # fmt: skip
-        records = [company.employees[e] for e in sorted(rows)]
+        records = served(me, sorted(rows))
         for f in filters or []:
             records = [r for r in records if _matches(r, f, f.field in NUMERIC_EMPLOYEE_FIELDS)]
         records = _sort(records, sort_by, descending, sort_by in NUMERIC_EMPLOYEE_FIELDS)
@@ -156,16 +177,11 @@ def add_tools(mcp: Any) -> None:
     ) -> dict[str, Any]:
         """One employee's record: the fields you may read on it."""
         me = CALLER.get()
-        if emp_id not in policy.employee_rows(me, company):  # unknown ids answer the same
-            raise AccessDenied(
-                f"get_employee {emp_id[:40]!r}",
-                f"not a record {me.emp_id} may see (employees.rows: "
-                f"{', '.join(policy.employees.rows)})",
-            )
+        seen_employee(me, emp_id, "get_employee")
         for name in fields or []:
             need_field(me, f"get_employee {emp_id} field {name!r}", name, {emp_id})
         _note([emp_id])
-        return project(me, company.employees[emp_id], fields)
+        return project(me, served(me, [emp_id])[0], fields)
 
     def visible_tickets(me: Caller) -> list[dict[str, Any]]:
         return [t for t in company.rows("tickets") if policy.ticket_allows(me, "read", t)]
@@ -253,9 +269,8 @@ def add_tools(mcp: Any) -> None:
         changes: dict[str, Any] = {}
         if priority is not None:
             changes["priority"] = priority
-        if assignee is not None:
-            if company.employee(assignee) is None:
-                raise ToolError(f"update_ticket: assignee {assignee[:40]!r} is not an employee id")
+        if assignee is not None:  # one the caller may see: a hidden id answers as an unknown one
+            seen_employee(me, assignee, "update_ticket assignee")
             changes.update(emp_id=assignee, assigned_date=today())
         if resolution is not None:
             changes["Resolution"] = resolution
