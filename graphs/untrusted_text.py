@@ -5,17 +5,24 @@ Unicode line and paragraph separators, bidi overrides and lone surrogates, so su
 neither move the cursor, recolour, ring, overwrite a line (CR) nor start a new one.
 `serialisable` is for data that is written as JSON or UTF-8: it replaces lone surrogates (which
 no UTF-8 encoder accepts) and leaves everything else as it was; JSON escapes controls itself.
+`json_text` is for JSON printed for a person or a pipe (``--json``): readable non-ASCII text,
+with every character `printable` escapes written as a ``\\uXXXX`` escape, so the text is still
+JSON that loads back to the same strings.
 
 Example:
     >>> printable("not found: \\x1b[2K\\rcontained 99/99\\x07")
     'not found: \\\\x1b[2K\\\\rcontained 99/99\\\\x07'
     >>> serialisable({"sql": "x\\ud800"})
     {'sql': 'x\ufffd'}
+    >>> print(json_text({"name": "caf\\u00e9 \\u202e"}, indent=None))
+    {"name": "caf\u00e9 \\u202e"}
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -48,6 +55,32 @@ def printable(text: object, *, multiline: bool = False) -> str:
     text = text if isinstance(text, str) else str(text)
     pattern = _UNSAFE_KEEP_LINES if multiline else _UNSAFE
     return pattern.sub(_escape, text) if pattern.search(text) else text
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def json_text(
+    value: Any, *, indent: int | None = 2, default: Callable[[Any], Any] | None = None
+) -> str:
+    """``value`` as JSON text that no terminal acts on and that loads back to ``value``.
+
+    Non-ASCII text stays readable; the characters `printable` escapes are written as JSON
+    ``\\uXXXX`` escapes (a lone surrogate too, so the text always encodes as UTF-8). JSON
+    escapes C0 controls itself, and outside its strings it writes only ASCII, spaces and
+    (with ``indent``) newlines, so every escape made here is inside a string.
+
+    Args:
+        value: what ``json.dumps`` takes; a pydantic model is dumped in its JSON mode.
+        indent: as for ``json.dumps``.
+        default: as for ``json.dumps``: what an object it cannot encode becomes.
+    """
+    if hasattr(value, "model_dump") and hasattr(type(value), "model_fields"):
+        value = value.model_dump(mode="json")
+    text = json.dumps(value, indent=indent, default=default, ensure_ascii=False)
+    # newlines and tabs are never raw inside a JSON string: what remains raw is structure
+    return _UNSAFE_KEEP_LINES.sub(_json_escape, text)
 
 
 def serialisable(value: T) -> T:

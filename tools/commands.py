@@ -7,12 +7,12 @@ Each returns the text to print; a mistake the user can fix raises a ``RegistryEr
 from __future__ import annotations
 
 import difflib
-import json
 import shlex
 from pathlib import Path
 from typing import Any
 
 from sopgraph.graphs.loader import SopError, load_sop
+from sopgraph.graphs.untrusted_text import json_text
 from sopgraph.tools.registry import Registry, RegistryError, ToolEntry, VersionInfo
 from sopgraph.tools.tool_file import model_written
 
@@ -97,7 +97,7 @@ def tools_list(sop_dir: Path, as_json: bool = False) -> str:
             row["status"] = f"not registered: {path.name} (sopgraph tools add)"
     rows.sort(key=lambda r: r["node"])
     if as_json:
-        return json.dumps({"sop": reg.sop_id, "tools": rows}, indent=2)
+        return json_text({"sop": reg.sop_id, "tools": rows})
     table = [_HEADER]
     for r in rows:
         v = next((v for v in r["versions"] if v["version"] == r["active"]), None)

@@ -18,6 +18,7 @@ from typing import Any
 
 from sopgraph.arguments import CliParser, positive_int, subcommands
 from sopgraph.errors import UserError
+from sopgraph.graphs.untrusted_text import json_text
 
 FORMS = ("next", "inject")
 
@@ -100,7 +101,7 @@ def _audit(args: argparse.Namespace) -> int:
 
     report = asyncio.run(go())
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, default=str))
+        print(json_text(report.to_dict(), default=str))
         return 0
     print(f"audit {report.sop_id} on conversation {report.convo_id} "
           f"({report.member_level}): {len(report.violations)} violation(s)")  # fmt: skip
@@ -130,7 +131,7 @@ def _next(args: argparse.Namespace) -> int:
 
     nxt = asyncio.run(go())
     if args.json:
-        print(json.dumps(nxt.to_dict(), indent=2))
+        print(json_text(nxt.to_dict()))
         return 0
     print(f"reached: {nxt.reached or '(no action yet)'}")
     for d in nxt.decided_by:
@@ -164,7 +165,7 @@ def _inject(args: argparse.Namespace) -> int:
     table = precision_recall(rows)
     (out / "results.json").write_text(json.dumps({"table": table, "rows": rows}, indent=1))
     if args.json:
-        print(json.dumps(table, indent=2))
+        print(json_text(table))
         return 0
     print(f"{len(rows)} conversations in {out} ({table['compliant']['conversations']} compliant)")
     print(f"{'violation':<16}{'injection':<10}{'labels':>7}{'TP':>5}{'FP':>5}{'FN':>5}"
@@ -191,7 +192,7 @@ def cmd_eval_paths(args: argparse.Namespace) -> int:
         res = asyncio.run(eval_paths(str(sop_dir), sop, cases, args.judge))
         results.append(res | {"infeasible_paths": infeasible})
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json_text(results))
         return 0
     print(f"{'sop':<40}{'cases':>6}{'paths':>6}{'leaves':>7}{'path acc':>9}{'leaf acc':>9}"
           f"{'base path':>10}{'base leaf':>10}")  # fmt: skip

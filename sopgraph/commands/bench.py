@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from typing import Any
 
 from sopgraph.arguments import positive_int
 from sopgraph.checkpoint_store import check_checkpoint
+from sopgraph.graphs.untrusted_text import json_text
 from sopgraph.model_choice import ARCH_HELP, models_for
 from sopgraph.progress import progress_bar
 from sopgraph.triage_world import TRIAGE_SOP, first_scenarios, world
@@ -67,14 +67,14 @@ def _print_runs(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
     if args.repeat == 1:
         figures = runs[0]
         if args.json:
-            print(json.dumps(figures, indent=2))
+            print(json_text(figures))
         else:
             for k, v in figures.items():
                 print(f"{k}: {v}")
         return
     summary = summarize_runs(runs)
     if args.json:
-        print(json.dumps({"summary": summary, "runs": runs}, indent=2))
+        print(json_text({"summary": summary, "runs": runs}))
     else:
         _print_repeated(summary, runs)
 
@@ -99,7 +99,7 @@ def cmd_bench_serve(args: argparse.Namespace) -> int:
     from sopgraph.evals.bench_serve import bench_serve
 
     figures = asyncio.run(bench_serve(n=args.runs, concurrency=args.concurrency))
-    print(json.dumps(figures, indent=2) if args.json else
+    print(json_text(figures) if args.json else
           "\n".join(f"{k}: {v}" for k, v in figures.items()))  # fmt: skip
     return 0 if all(f.get("failed", 0) == 0 for f in figures.values() if isinstance(f, dict)) else 1
 

@@ -16,6 +16,7 @@ from sopgraph.arguments import positive_int
 from sopgraph.commands.model import SKIP_HELP
 from sopgraph.commands.model import cmd_triage as model_triage
 from sopgraph.errors import UserError
+from sopgraph.graphs.untrusted_text import json_text
 from sopgraph.model_choice import ARCH_HELP, models_for
 from sopgraph.progress import progress_bar
 from sopgraph.triage_world import TRIAGE_SOP, first_scenarios, world
@@ -56,7 +57,7 @@ def cmd_eval_triage(args: argparse.Namespace) -> int:
             TRIAGE_SOP, load_scenarios(paths.scenarios, "train"), scenarios
         )
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
         return 0
     for key in ("split", "arch", "n", "accuracy", "baseline_majority_accuracy", "observation_acc",
                 "root_cause_acc", "action_acc", "llm_tokens_per_alarm", "unresolved_alarms"):  # fmt: skip
@@ -88,7 +89,7 @@ def cmd_eval_tools(args: argparse.Namespace) -> int:
         )
     summary = summarize(results, split)
     if args.json:
-        print(json.dumps(summary, indent=2, default=str))
+        print(json_text(summary, default=str))
         return 0
     from sopgraph.graphs.untrusted_text import printable
 

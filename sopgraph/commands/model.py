@@ -12,6 +12,7 @@ from typing import Any
 
 from sopgraph.arguments import positive_int
 from sopgraph.errors import UserError
+from sopgraph.graphs.untrusted_text import json_text
 from sopgraph.model_choice import model_required, models_for
 from sopgraph.nodes.models import TOOL_FORMATS
 from sopgraph.triage_world import TRIAGE_SOP, first_scenarios, world
@@ -34,7 +35,7 @@ def _print(summary: dict[str, Any], as_json: bool) -> None:
 
     summary = {"model": Settings().model, **summary, **_source()}
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
         return
     for key, value in summary.items():
         if not isinstance(value, list):

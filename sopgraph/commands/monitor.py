@@ -10,6 +10,7 @@ from typing import Any
 from sopgraph.arguments import positive_int
 from sopgraph.errors import UserError
 from sopgraph.graphs.home import home_dir
+from sopgraph.graphs.untrusted_text import json_text
 from sopgraph.output_file import write_output
 
 
@@ -59,7 +60,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     if meta:
         summary["judged"] = _judge(report, meta)
     if args.json:
-        print(json.dumps(summary, indent=2, default=str))
+        print(json_text(summary, default=str))
         return 0
     for f in report.flags:
         print(f"FLAG {f.tool} v{f.version} {f.check} since alarm {f.since_alarm}, flagged at "

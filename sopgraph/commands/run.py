@@ -24,7 +24,9 @@ def _read_input(spec: str) -> dict[str, Any]:
 
 def _print_result(result: Any, as_json: bool, sop: str | None = None) -> None:
     if as_json:
-        print(result.model_dump_json(indent=2))
+        from sopgraph.graphs.untrusted_text import json_text
+
+        print(json_text(result))
         return
     from sopgraph.report import format_run
 

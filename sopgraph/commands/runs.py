@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ def _when(iso: str | None) -> str:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    from sopgraph.graphs.untrusted_text import printable
+    from sopgraph.graphs.untrusted_text import json_text, printable
     from sopgraph.runtime.runs import RunsError, list_runs, store_name
 
     store = _store(args.checkpoint)
@@ -52,7 +51,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     except RunsError as exc:
         raise UserError(str(exc)) from None
     if args.json:
-        print(json.dumps([r.model_dump() for r in runs], indent=2))
+        print(json_text([r.model_dump() for r in runs]))
         return 0
     which = f" of SOP {args.sop}" if args.sop else ""
     print(
@@ -75,7 +74,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
-    from sopgraph.graphs.untrusted_text import printable
+    from sopgraph.graphs.untrusted_text import json_text, printable
     from sopgraph.report import format_run
     from sopgraph.runtime.runs import RunsError, read_run
 
@@ -85,7 +84,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     except RunsError as exc:
         raise UserError(f"{exc}{_where(args)}") from None
     if args.json:
-        print(run.model_dump_json(indent=2))
+        print(json_text(run))
         return 0
     result = run.result
     # format_run escapes what tools and servers wrote line by line; the lines added here too

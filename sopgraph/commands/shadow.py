@@ -8,6 +8,7 @@ from typing import Any
 
 from sopgraph.commands.world import add_timeline_args, run_timeline
 from sopgraph.errors import UserError
+from sopgraph.graphs.untrusted_text import json_text
 from sopgraph.triage_world import TRIAGE_SOP
 
 
@@ -39,7 +40,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
 
     record_shadow(TRIAGE_SOP, candidates, summary["alarms"], args.timeline, found)
     if args.json:
-        print(json.dumps(summary | {"check": verdict}, indent=2, default=str))
+        print(json_text(summary | {"check": verdict}, default=str))
         return 0
     print(
         f"{'alarm':>5} {'alarm_id':12} {'node':24} active -> candidate   observed (active | candidate)"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 from sopgraph.arguments import subcommands
 from sopgraph.evals.sopbench.domain import Domain, DomainError, load_domain, resolve_domain
 from sopgraph.graphs.home import home_dir
+from sopgraph.graphs.untrusted_text import json_text
 
 
 def register(sub: Any) -> None:
@@ -300,7 +300,7 @@ def cmd_sopbench(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(as_json(rows), indent=2))
+        print(json_text(as_json(rows)))
     else:
         print(markdown_table(rows))
     return 0

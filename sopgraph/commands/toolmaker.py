@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from typing import Any
 from sopgraph.arguments import CliParser, positive_int, subcommands
 from sopgraph.errors import UserError
 from sopgraph.graphs.home import home_dir
-from sopgraph.graphs.untrusted_text import printable
+from sopgraph.graphs.untrusted_text import json_text, printable
 from sopgraph.output_file import write_output
 
 SPEC_TOKENS = 400  # a filled spec is ~150 tokens; room for a model that explains first
@@ -287,7 +286,7 @@ def cmd_tools_make(argv: list[str]) -> int:
 
     rows = asyncio.run(go())
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json_text(rows))
         return 0
     for r in rows:
         print(_make_line(r, args.sop))
@@ -443,7 +442,7 @@ def cmd_tools_optimize_maker(argv: list[str]) -> int:
                "attempts": attempts, "bootstrapped": kept[: args.demos],
                "demos": len(program.write.demos), "program": str(out)}  # fmt: skip
     if args.json:
-        print(json.dumps(summary, indent=2, default=str))
+        print(json_text(summary, default=str))
         return 0
     print(
         f"tool-maker optimized with BootstrapFewShot ({models.name}) on {len(attempts)} of "

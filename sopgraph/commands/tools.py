@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgraph.errors import UserError
+from sopgraph.graphs.untrusted_text import json_text
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -70,7 +71,6 @@ def cmd_tools(args: argparse.Namespace) -> int:
 def _convert_check(sop_dir: Path, args: argparse.Namespace) -> int:
     """Which active tools are specs, each checked verdict-identical to the version it replaced."""
     import asyncio
-    import json
 
     from sopgraph.evals.spec_check import convert_check, copy_groups, render
     from sopgraph.progress import progress_bar
@@ -90,7 +90,7 @@ def _convert_check(sop_dir: Path, args: argparse.Namespace) -> int:
             convert_check(sop_dir, cases, nodes, on_node=lambda _: bar.advance(task))
         )
     if args.json:
-        print(json.dumps([r.model_dump() | {"ok": r.ok} for r in results], indent=2))
+        print(json_text([r.model_dump() | {"ok": r.ok} for r in results]))
     else:
         print(render(results))
     copied = copy_groups(results)[1] if not nodes else []  # a group needs every node

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from sopgraph.graphs.loader import SopError, load_sop
+from sopgraph.graphs.untrusted_text import json_text
 
 
 def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=str))
+    print(json_text(data, default=str))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from sopgraph.arguments import positive_int
 from sopgraph.graphs.home import home_dir
+from sopgraph.graphs.untrusted_text import json_text
 from sopgraph.progress import progress_bar
 from sopgraph.triage_world import TRIAGE_SOP, world
 
@@ -23,7 +23,7 @@ def cmd_mutations(args: argparse.Namespace) -> int:
     rows = mutation_table(paths.root, TRIAGE_SOP, split)
     summary = table_json(rows, split)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
     else:
         print(f"{'convention':26} {'node':28} {'flips':>5} / cases   wrong variant")
         for r in rows:
@@ -50,7 +50,7 @@ def run_timeline(args: argparse.Namespace, drift: bool, candidates: dict[str, in
 
 def cmd_timeline(args: argparse.Namespace) -> int:
     summary = run_timeline(args, args.kind == "drift", {})
-    print(json.dumps(summary, indent=2) if args.json else
+    print(json_text(summary) if args.json else
           f"{summary['alarms']} alarms -> {summary['out']} ({summary['seconds']} s)")  # fmt: skip
     return 0
 
