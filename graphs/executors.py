@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sopgraph.graphs.model import Node, Sop, Verdict
+from sopgraph.graphs.untrusted_text import serialisable
 
 
 @dataclass
@@ -98,25 +99,29 @@ class ExecutorChain:
             serves = getattr(ex, "serves", None)
             if serves is not None and not serves(node):
                 continue
+            # what the executor wrote (its verdict, an exception's text) enters the run through
+            # `serialisable`: a tool's own code may write lone surrogates, no checkpoint stores
             try:
                 outcome = await ex.decide(node, ctx)
             except Unavailable as exc:
-                attempts.append({"executor": ex.name, "status": "unavailable", "reason": str(exc)})
+                reason = serialisable(str(exc))
+                attempts.append({"executor": ex.name, "status": "unavailable", "reason": reason})
                 continue
             except Refused as exc:  # final: the run's identity may not have this data
-                attempts.append({"executor": ex.name, "status": "refused", "reason": str(exc)})
+                reason = serialisable(str(exc))
+                attempts.append({"executor": ex.name, "status": "refused", "reason": reason})
                 ms = (time.perf_counter() - start) * 1000
-                return Outcome(
-                    None, ex.name, error=str(exc), ms=ms, attempts=attempts, refused=True
-                )
+                return Outcome(None, ex.name, error=reason, ms=ms, attempts=attempts, refused=True)
             except Exception as exc:  # noqa: BLE001 - a failing executor hands over to the next
-                reason = f"{type(exc).__name__}: {exc}"
+                reason = serialisable(f"{type(exc).__name__}: {exc}")
                 attempt = {"executor": ex.name, "status": "error", "reason": reason}
                 if isinstance(getattr(exc, "detail", None), dict):
-                    attempt["detail"] = exc.detail  # e.g. a failed sub-agent's tokens and trace
+                    # e.g. a failed sub-agent's tokens and trace
+                    attempt["detail"] = serialisable(exc.detail)
                 attempts.append(attempt)
                 continue
             outcome.attempts = attempts + outcome.attempts
+            outcome.verdict = serialisable(outcome.verdict)  # whichever executor wrote it
             return outcome
         reasons = "; ".join(f"{a['executor']}: {a['reason']}" for a in attempts)
         return Outcome(

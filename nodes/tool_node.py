@@ -7,16 +7,22 @@ from typing import Any
 
 from sopgraph.graphs.executors import Outcome, ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
+from sopgraph.graphs.untrusted_text import serialisable
 from sopgraph.tools.invocation_log import InvocationLog
 from sopgraph.tools.registry import Registry, ToolIntegrityError, ToolMissing
 
 
 def as_verdict(value: Any) -> Verdict:
-    """Accept a Verdict or a plain dict from a tool; anything else is the tool's bug."""
+    """Accept a Verdict or a plain dict from a tool; anything else is the tool's bug.
+
+    This is where a tool's output enters the run: a lone surrogate its code wrote in any text
+    of the verdict (no UTF-8 encoder takes one: the checkpoint, the invocation log and the
+    terminal would refuse it) becomes U+FFFD here.
+    """
     if isinstance(value, Verdict):
-        return value
+        return serialisable(value)
     if isinstance(value, dict):
-        return Verdict.model_validate(value)
+        return Verdict.model_validate(serialisable(value))
     raise TypeError(f"a tool must return a Verdict, got {type(value).__name__}")
 
 
@@ -40,7 +46,7 @@ class ToolExecutor:
         try:
             verdict = as_verdict(await tool.fn(ctx.input, ctx))
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = serialisable(f"{type(exc).__name__}: {exc}")  # the tool's own message
             raise
         finally:
             ms = (time.perf_counter() - start) * 1000
