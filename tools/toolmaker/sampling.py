@@ -46,6 +46,7 @@ from sopgraph.tools.toolmaker.maker import call_failure, usage_of
 from sopgraph.tools.toolmaker.record import Candidate, Case, MakeRecord, Round, Sample
 from sopgraph.tools.toolmaker.reflector import Reflector
 from sopgraph.tools.toolmaker.search import enumerate_specs, improve, size
+from sopgraph.tools.toolmaker.spec import docstring
 
 SAMPLES = 8
 ROUNDS = 1  # repair rounds after the first (each samples again around the diagnosis)
@@ -129,13 +130,9 @@ async def _sample(
 
 def tool_file(node_id: str, text: str, spec: dict[str, Any]) -> str:
     """The tool file of a kept spec: the spec as data, ``run`` made from it."""
-    doc = " ".join(text.split()).replace('"""', "'''").replace("\\", "/")[:400]
+    doc = docstring(f"{node_id} (made by the tool-maker as a spec): {' '.join(text.split())[:400]}")
     body = pprint.pformat(canonical(spec), indent=1, width=96, sort_dicts=False)
-    return (
-        f'"""{node_id} (made by the tool-maker as a spec): {doc}"""\n\n'
-        "from sopgraph.tools.spec import tool\n\n"
-        f"SPEC = {body}\n\nrun = tool(SPEC)\n"
-    )
+    return f"{doc}\n\nfrom sopgraph.tools.spec import tool\n\nSPEC = {body}\n\nrun = tool(SPEC)\n"
 
 
 def search_candidates(deps: SpecDeps) -> list[dict[str, Any]]:

@@ -20,12 +20,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from sopgraph.graphs.untrusted_text import printable
+
 Aggregate = Literal["first", "last", "sum", "mean", "max", "min", "count"]
 Operator = Literal[">", ">=", "<", "<=", "==", "!="]
 Outcome = Literal["no_data", "true", "false"]
 AGGREGATES: tuple[str, ...] = Aggregate.__args__  # type: ignore[attr-defined]
 OPERATORS: tuple[str, ...] = Operator.__args__  # type: ignore[attr-defined]
 PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
+_CLOSING_QUOTE = re.compile(r'"(?="|\Z)')  # a quote before another, or the text's last
 # Placeholders every query may use besides the site's parameter names.
 BUILTIN_PLACEHOLDERS = {
     "site": "the alarm's site id",
@@ -96,6 +99,23 @@ def check_spec(spec: ToolSpec, params: list[str], servers: dict[str, list[str]])
         )
 
 
+def docstring(text: str) -> str:
+    """``text`` (a node's text, which anyone may write) as a triple-quoted Python literal that
+    always parses and reads back as ``text``: the docstring of a file the tool-maker writes.
+
+    Backslashes are doubled; what `printable` escapes (controls, separators, bidi, and lone
+    surrogates, which no UTF-8 file holds) is written as its Python escape; a quote before
+    another quote or at the end is escaped, so no three can close the literal early. Newlines
+    and every other character stay as they are: the text still reads as written.
+
+    Example:
+        >>> print(docstring('Is it "paid"')[3:-3])  # inside the triple quotes
+        Is it "paid\\"
+    """
+    body = printable(text.replace("\\", "\\\\"), multiline=True)
+    return '"""' + _CLOSING_QUOTE.sub(r'\\"', body) + '"""'
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -122,11 +142,10 @@ def compile_spec(
         if _is_number(spec.threshold)
         else f"ctx.params[{spec.threshold!r}]"
     )
-    doc = " ".join(node_text.split()).replace('"""', "'''").replace("\\", "/")
+    doc = " ".join(node_text.split())[:400]
+    head = f"{node_id} (made by the tool-maker from a ToolSpec): {doc}"
     return _TEMPLATE.format(
-        node_id=node_id,
-        doc=doc[:400],
-        spec=spec.model_dump_json(indent=4),
+        docstring=docstring(f"{head}\n\nSpec:\n{spec.model_dump_json(indent=4)}\n"),
         server=repr(spec.server),
         tool=repr(spec.tool),
         query=repr(spec.query),
@@ -141,11 +160,7 @@ def compile_spec(
 
 
 # The runtime every compiled tool carries: standard library only (the sandbox allows no more).
-_TEMPLATE = r'''"""{node_id} (made by the tool-maker from a ToolSpec): {doc}
-
-Spec:
-{spec}
-"""
+_TEMPLATE = r'''{docstring}
 
 import datetime as dt
 import operator
