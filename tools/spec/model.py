@@ -15,6 +15,7 @@ Names a spec may use:
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -29,6 +30,10 @@ OPERATORS = (">", ">=", "<", "<=", "==", "!=")
 OUTCOMES = ("no_data", "true", "false")
 EDGES = ("(]", "[)", "[]")  # which window edge is in: "(]" is t-window < time <= t
 AGE_UNITS = {"minutes": 60.0, "hours": 3600.0, "days": 86400.0}
+# PromQL's names (the Prometheus data model): a metric's and a label's. A series measurement's
+# names go into the query's text (its label values go in quoted), so nothing else may pass.
+METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,11 @@ class Check:
         for key, m in self.measures.items():
             where = f"measures.{key}"
             if m.kind == "series":
+                _promql_name(m.metric, METRIC_NAME, "metric", f"{where}.metric")
+                if m.per is not None:
+                    _promql_name(m.per, METRIC_NAME, "metric", f"{where}.per")
+                for label in m.match:
+                    _promql_name(label, LABEL_NAME, "label", f"{where}.match")
                 if m.per == m.metric:
                     raise SpecError(f"{where}.per: a metric divided by itself is 1")
                 if m.table or m.column or m.where:
@@ -256,6 +266,14 @@ class Check:
 
 
 # -- field readers (each error names its path) ----------------------------------------------
+
+
+def _promql_name(name: Any, rule: re.Pattern[str], kind: str, path: str) -> None:
+    if not isinstance(name, str) or not rule.fullmatch(name):
+        raise SpecError(
+            f"{path}: {name!r} is not a PromQL {kind} name ({rule.pattern}); "
+            f"name the {kind} as the server lists it"
+        )
 
 
 def _obj(value: Any, path: str) -> dict[str, Any]:
