@@ -210,7 +210,8 @@ def model_tool(node_id: str, path: Path, source: bytes) -> tuple[RunFn, bool]:
     Raises:
         ToolLoadError: the spec does not load, or the file is not UTF-8.
     """
-    from sopgraph.tools.spec import SpecError, tool
+    from sopgraph.tools.spec.model import SpecError
+    from sopgraph.tools.spec.run import tool  # the builder only: not spec_of, which reads the store
 
     spec = spec_data(source)
     if spec is not None:

@@ -29,24 +29,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from sopgraph.tools.spec.model import Check, Keep, Lookup, Measure, SpecError
-from sopgraph.tools.spec.run import evaluate_check, trace
+from sopgraph.tools.spec.run import tool, trace
 
 __all__ = ["Check", "Keep", "Lookup", "Measure", "SpecError", "spec_of", "tool", "trace"]
-
-
-def tool(spec: Check | dict[str, Any]):
-    """``async def run(input, ctx) -> Verdict`` for ``spec`` (checked once, here)."""
-    check = Check.from_dict(spec) if isinstance(spec, dict) else spec
-    check.validate()
-
-    async def run(input, ctx):
-        return await evaluate_check(check, input, ctx)
-
-    run.spec = check  # type: ignore[attr-defined]
-    return run
 
 
 def spec_of(node_id: str, version: int) -> Check:

@@ -89,3 +89,15 @@ def _verdict(value: str, observed: Any, threshold: Any, why: str) -> Verdict:
 
 async def evaluate_check(check: Check, input: dict[str, Any], ctx: Any) -> Verdict:
     return (await trace(check, input, ctx))[0]
+
+
+def tool(spec: Check | dict[str, Any]):
+    """``async def run(input, ctx) -> Verdict`` for ``spec`` (checked once, here)."""
+    check = Check.from_dict(spec) if isinstance(spec, dict) else spec
+    check.validate()
+
+    async def run(input, ctx):
+        return await evaluate_check(check, input, ctx)
+
+    run.spec = check  # type: ignore[attr-defined]
+    return run
