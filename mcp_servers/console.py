@@ -10,10 +10,11 @@ the trail records the token's identity as the approver. A form POST made with th
 cookie must carry the session's CSRF token and, when the browser sends one, a same-origin
 ``Origin``. Every value read from a run is escaped (``console_pages``).
 
-Wrong tokens are throttled (``LoginThrottle``): after ``MAX_FAILURES`` within ``WINDOW_SECONDS``
-from one client address, or ``GLOBAL_FAILURES`` from all of them, every token from that address
-(or from anyone) is answered 429 with ``Retry-After`` until ``LOCKOUT_SECONDS`` pass, a right
-one included, so the lockout says nothing about the tokens tried. Logging out always ends the
+Wrong tokens are throttled (``server_auth.LoginThrottle``, as on the HTTP MCP server): after
+``MAX_FAILURES`` within ``WINDOW_SECONDS`` from one client address, or ``GLOBAL_FAILURES`` from
+all of them, every token from that address (or from anyone) is answered 429 with
+``Retry-After`` until ``LOCKOUT_SECONDS`` pass, a right one included, so the lockout says
+nothing about the tokens tried. Logging out always ends the
 session on the server. Every response, Starlette's own 404, 405 and 500 included, carries the
 console's security headers (``SECURITY_HEADERS``: a CSP that allows no script, no framing).
 
@@ -25,14 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import math
 import secrets
 import sys
-import threading
 import time
 import traceback
-from collections import OrderedDict, deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +46,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sopgraph.mcp_servers import console_pages as pages
-from sopgraph.mcp_servers.server_auth import TokenTable
+from sopgraph.mcp_servers.server_auth import LoginThrottle, Throttled, TokenTable, client_address
 from sopgraph.runtime.runs import RunRecord, RunsError, list_runs, read_run, store_name
 
 CONSOLE_APPROVALS = ("ask", "reject")
@@ -67,110 +64,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
-
-
-class Throttled(Exception):
-    """Too many wrong tokens: from this client address, or (``everyone``) from all of them."""
-
-    def __init__(self, retry_after: int, everyone: bool) -> None:
-        super().__init__(f"throttled for {retry_after} s")
-        self.retry_after = retry_after
-        self.everyone = everyone
-
-    def text(self) -> str:
-        who = "on this console" if self.everyone else "from your address"
-        return (
-            f"Too many wrong tokens were tried {who}; logins are refused for now, a right token "
-            f"too: try again in {self.retry_after} seconds."
-        )
-
-
-@dataclass
-class _Window:
-    """The recent failures of one client address (or of all): their times, and the lockout."""
-
-    failures: deque[float]
-    last: float = 0.0
-    locked_until: float = 0.0
-
-    def fail(self, now: float, window: float, lockout: float) -> None:
-        while self.failures and self.failures[0] <= now - window:
-            self.failures.popleft()
-        self.failures.append(now)
-        self.last = now
-        if len(self.failures) == self.failures.maxlen:
-            self.locked_until = now + lockout
-            self.failures.clear()
-
-
-class LoginThrottle:
-    """Failed token checks, counted per client address and for all of them, in memory.
-
-    After ``max_failures`` wrong tokens within ``window`` seconds from one address, that address
-    is locked out for ``lockout`` seconds (counted from the failure that locked it); after
-    ``global_failures`` within ``window`` from all addresses together, everyone is. While locked
-    out, a token is refused without being checked, a right one too, and the refusal counts as
-    nothing. A right token does not clear the failures (one valid token would otherwise let its
-    holder guess others at full speed). At most ``max_addresses`` addresses are tracked: stale
-    ones go first, then the longest idle unlocked ones. Safe across threads and tasks: one lock
-    around each check. ``clock`` is injectable for tests (a monotonic clock by default).
-    """
-
-    MAX_FAILURES = 5
-    WINDOW_SECONDS = 60
-    LOCKOUT_SECONDS = 60
-    GLOBAL_FAILURES = 50
-    MAX_ADDRESSES = 4096
-
-    def __init__(
-        self,
-        clock: Callable[[], float] = time.monotonic,
-        *,
-        max_failures: int = MAX_FAILURES,
-        window: float = WINDOW_SECONDS,
-        lockout: float = LOCKOUT_SECONDS,
-        global_failures: int = GLOBAL_FAILURES,
-        max_addresses: int = MAX_ADDRESSES,
-    ) -> None:
-        self.clock = clock
-        self.max_failures, self.max_addresses = max_failures, max_addresses
-        self.window, self.lockout = window, lockout
-        self._lock = threading.Lock()
-        self._addresses: OrderedDict[str, _Window] = OrderedDict()  # longest idle first
-        self._everyone = _Window(deque(maxlen=global_failures))
-
-    def check(self, address: str, verify: Callable[[], str | None]) -> str | None:
-        """What ``verify()`` finds (an identity), None counted as a failure of ``address``;
-        raises ``Throttled`` instead while ``address``, or everyone, is locked out."""
-        with self._lock:
-            now = self.clock()
-            for window, everyone in ((self._everyone, True), (self._addresses.get(address), False)):
-                if window is not None and now < window.locked_until:
-                    raise Throttled(max(1, math.ceil(window.locked_until - now)), everyone)
-            identity = verify()
-            if identity is None:
-                self._fail(address, now)
-            return identity
-
-    def tracked(self) -> int:
-        """How many client addresses are tracked now."""
-        with self._lock:
-            return len(self._addresses)
-
-    def _fail(self, address: str, now: float) -> None:
-        window = self._addresses.pop(address, None) or _Window(deque(maxlen=self.max_failures))
-        self._addresses[address] = window
-        window.fail(now, self.window, self.lockout)
-        self._everyone.fail(now, self.window, self.lockout)
-        stale = now - max(self.window, self.lockout)
-        while self._addresses:
-            oldest = next(iter(self._addresses.values()))
-            if oldest.last > stale:
-                break
-            self._addresses.popitem(last=False)
-        while len(self._addresses) > self.max_addresses:
-            unlocked = (a for a, w in self._addresses.items() if w.locked_until <= now)
-            self._addresses.pop(next(unlocked, next(iter(self._addresses))))
 
 
 class _SecurityHeaders:
@@ -467,7 +360,7 @@ def _to_login(request: Request) -> Response:
 
 def _address(request: Request) -> str:
     """The client's address as the socket gives it (behind a proxy: the proxy's)."""
-    return request.client.host if request.client else "unknown"
+    return client_address(request.scope)
 
 
 def _retry(exc: Throttled) -> dict[str, str]:

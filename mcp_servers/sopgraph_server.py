@@ -13,7 +13,8 @@ Run::
 
 Over HTTP every client needs a bearer token from the operator's tokens file (format in
 ``mcp_servers/server_auth.py``); the token's identity is recorded as the approver of the gated
-actions that client answers. Over stdio the approver is the OS user running the server.
+actions that client answers; wrong tokens are throttled per client address and for all
+(``server_auth.TokenThrottle``: 429 with Retry-After). Over stdio the approver is the OS user.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ from sopgraph.mcp_servers.http_transport import guard_session_manager, quiet_dis
 from sopgraph.mcp_servers.server_auth import (
     APPROVER_HELP,
     TOKENS_HELP,
+    LoginThrottle,
     TokenError,
     TokenTable,
+    TokenThrottle,
     auth_settings,
     load_tokens,
     local_operator,
@@ -83,7 +86,12 @@ RunId = Annotated[
 
 
 class SopgraphMCP(FastMCP):
-    """FastMCP whose argument errors are one line a model can act on, not pydantic's report."""
+    """FastMCP whose argument errors are one line a model can act on, not pydantic's report.
+
+    ``throttle`` counts the wrong bearer tokens over HTTP (a fresh ``LoginThrottle`` if None).
+    """
+
+    throttle: LoginThrottle | None = None
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         try:
@@ -100,7 +108,8 @@ class SopgraphMCP(FastMCP):
             ) from None
 
     def streamable_http_app(self) -> Any:
-        """The SDK's app, refused without tokens (deny by default), with the JSON depth limit."""
+        """The SDK's app, refused without tokens (deny by default), with the JSON depth limit,
+        inside ``TokenThrottle`` (wrong tokens throttled per client address and for all)."""
         if self._token_verifier is None:
             raise TokenError(
                 "sopgraph's MCP server is not served over HTTP without bearer tokens: pass "
@@ -108,7 +117,7 @@ class SopgraphMCP(FastMCP):
             )
         app = super().streamable_http_app()
         guard_session_manager(self.session_manager)
-        return app
+        return TokenThrottle(app, self.throttle)
 
     def sse_app(self, mount_path: str | None = None) -> Any:
         raise TokenError("sopgraph's MCP server is served over stdio or streamable HTTP only")
@@ -176,13 +185,15 @@ def create_server(
     *,
     tokens: TokenTable | None = None,
     operator: str | None = None,
+    throttle: LoginThrottle | None = None,
     **settings: Any,
 ) -> FastMCP:
     """The FastMCP server over ``hub``'s SOPs; ``settings`` go to ``FastMCP`` (host, port...).
 
     ``approval`` is the operator's policy at gated actions (``SERVER_APPROVALS``). ``tokens``
     (required to serve HTTP) authenticates every request and names its approver; without them
-    (stdio) the approver is ``operator``, default the OS user.
+    (stdio) the approver is ``operator``, default the OS user. ``throttle`` counts the wrong
+    tokens over HTTP (default: a fresh ``LoginThrottle``, 5 a minute per address, 50 for all).
     """
     if approval not in SERVER_APPROVALS:
         raise ValueError(f"approval must be one of {', '.join(SERVER_APPROVALS)}")
@@ -202,6 +213,7 @@ def create_server(
     server = SopgraphMCP(
         SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING", **settings
     )
+    server.throttle = throttle
 
     @server.tool(annotations=_READ)
     def list_sops() -> list[SopSummary]:
