@@ -83,13 +83,18 @@ def _clean_errors(exc: ValidationError, data: Any) -> list[dict[str, Any]]:
             loc = loc[: i + 1] + loc[i + 2 :]
         errors.append({**err, "loc": loc})
     # A misspelled field shows up twice (unknown 'node', missing 'nodes'): keep the unknown one.
-    extras = {e["loc"] for e in errors if e["type"] == "extra_forbidden"}
+    # Unknown fields by the mapping that holds them: a missing field is compared with its own
+    # mapping's unknown ones only (comparing every pair made 1,000 misspelled nodes quadratic).
+    extras: dict[tuple[Any, ...], list[str]] = {}
+    for e in errors:
+        if e["type"] == "extra_forbidden":
+            extras.setdefault(e["loc"][:-1], []).append(str(e["loc"][-1]))
     out = []
     for err in errors:
         loc = err["loc"]
         if err["type"] == "missing" and any(
-            x[:-1] == loc[:-1] and difflib.get_close_matches(str(x[-1]), [str(loc[-1])], cutoff=0.6)
-            for x in extras
+            difflib.get_close_matches(x, [str(loc[-1])], cutoff=0.6)
+            for x in extras.get(loc[:-1], [])
         ):
             continue
         out.append(err)

@@ -101,6 +101,7 @@ def cycles(graph: Graph, nodes: list[str]) -> list[set[str]]:
     on_stack: set[str] = set()
     stack: list[str] = []
     found: list[set[str]] = []
+    succs: dict[str, list[str]] = {}  # each node's successors, listed once: O(edges) in all
     for root in nodes:
         if root in index:
             continue
@@ -111,7 +112,8 @@ def cycles(graph: Graph, nodes: list[str]) -> list[set[str]]:
                 index[nid] = low[nid] = len(index)
                 stack.append(nid)
                 on_stack.add(nid)
-            succ = [e.target for e in graph[nid] if e.target in allowed]
+                succs[nid] = [e.target for e in graph[nid] if e.target in allowed]
+            succ = succs[nid]
             if i < len(succ):
                 work.append((nid, i + 1))
                 nxt = succ[i]

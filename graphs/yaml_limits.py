@@ -20,7 +20,12 @@ MAX_DEPTH = 64  # nesting of mappings and lists (a node's predicate sits at dept
 # Nodes per SOP: LangGraph checkpoints a run's whole trail at every superstep, so a path of
 # N nodes writes O(N^2) (a 1,000-node chain: ~0.3 GB in memory, ~0.2 GB of SQLite).
 MAX_NODES = 1000
-MAX_VALUES = 500_000  # values after expanding every alias (a 1,000-node SOP: ~10,000)
+# Values (scalars, mappings, lists) after expanding every alias. Parsing, the line map, the
+# model and the graph checks are linear in them (30-50 us a value on a busy 2-core machine),
+# so this bounds a validation's time: 2-5 s there at the limit, where 4 MB SOPs within the
+# old 500,000 took 10 to over 150 s. The 64-node triage SOP holds 1,202 values, a 1,000-node
+# SOP about 10,000 (100 a node at the node limit).
+MAX_VALUES = 100_000
 # Tags an SOP may carry: YAML's core schema. Anything else (``!!python/object``, ``!!binary``,
 # ``!!set``, ``!custom``) would construct a value the SOP model does not know.
 _CORE_TAGS = {
@@ -109,7 +114,7 @@ def too_many_nodes(file: str, line: int, count: int) -> SopError:
 
 
 def check_yaml_limits(text: str, file: str) -> None:
-    """Raise one problem when ``text`` is too large, nests too deep, expands aliases too far,
+    """Raise one problem when ``text`` is too large, nests too deep, holds too many values,
     carries a tag outside YAML's core schema or holds more than ``MAX_NODES`` nodes.
 
     One pass over the parser's events, before any tree is built. Syntax errors are left to
@@ -139,6 +144,9 @@ def _check_events(events: Iterator[yaml.Event], file: str) -> None:
     anchors: dict[str, int] = {}
     total = 0  # values after expanding aliases
     nodes_line, nodes_count, in_nodes = 0, 0, False
+    # The values limit crossed inside 'nodes': the pass goes on to the end of 'nodes' counting
+    # them, since "too many nodes" is the better message when it holds (a 10,000-node chain).
+    too_many_values: SopError | None = None
     for event in events:
         kind = type(event)
         if (
@@ -178,6 +186,8 @@ def _check_events(events: Iterator[yaml.Event], file: str) -> None:
                 anchors[anchor] = size
             if len(stack) == 2 and in_nodes:
                 in_nodes = False
+                if too_many_values is not None:
+                    break
             stack[-1][0] += size
             total += 1
             continue
@@ -200,12 +210,17 @@ def _check_events(events: Iterator[yaml.Event], file: str) -> None:
             continue
         stack[-1][0] += size
         total += size
-        if total > MAX_VALUES:
-            raise _problem(
+        if total > MAX_VALUES and too_many_values is None:
+            too_many_values = _problem(
                 file,
                 event.start_mark.line + 1,
-                f"the document expands to more than {MAX_VALUES:,} values (the limit), "
-                "e.g. aliases of aliases; write the values out or use fewer aliases",
+                f"the document expands to more than {MAX_VALUES:,} values (the limit), e.g. "
+                "aliases of aliases or thousands of children per node (the 64-node triage SOP "
+                "holds 1,202); use fewer aliases, or split the procedure into smaller SOPs",
             )
+            if not in_nodes:
+                break
     if nodes_count > MAX_NODES:
         raise too_many_nodes(file, nodes_line, nodes_count)
+    if too_many_values is not None:
+        raise too_many_values

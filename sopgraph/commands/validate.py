@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from sopgraph.graphs.loader import SopError, load_sop
+from sopgraph.graphs.problems import MAX_SHOWN_PROBLEMS
 from sopgraph.graphs.untrusted_text import json_text
 
 
@@ -18,8 +19,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         sop = load_sop(args.path)
     except SopError as exc:
         if args.json:  # stdout stays parseable; the error lines still go to stderr
-            _print_json({"ok": False, "errors": [vars(p) for p in exc.problems]})
-        raise
+            shown = exc.problems[:MAX_SHOWN_PROBLEMS]  # as on stderr; the count stays exact
+            _print_json(
+                {"ok": False, "error_count": len(exc.problems), "errors": [vars(p) for p in shown]}
+            )
+        raise  # printed as SopError's lines: at most MAX_SHOWN_PROBLEMS and a count of the rest
     decisions, actions = len(sop.decision_nodes), len(sop.action_nodes)
     if args.json:
         _print_json(

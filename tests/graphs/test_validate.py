@@ -314,7 +314,7 @@ def test_load_sop_text_checks_the_limits_too():
         for p, c in zip("abcdefg", "bcdefgh", strict=True)
     )
     problems = _problems(bomb)
-    assert len(problems) == 1 and "expands to more than 500,000 values" in problems[0]
+    assert len(problems) == 1 and "expands to more than 100,000 values" in problems[0]
 
 
 def test_aliases_within_the_limit_still_load():
