@@ -177,13 +177,18 @@ class McpPool:
             raise McpError(f"unknown MCP server '{server}' (configured: {known})")
         return session
 
-    async def decision_tools(self, server: str) -> frozenset[str]:
+    async def decision_tools(self, server: str, tool: str = "tools/list") -> frozenset[str]:
         """The tools of ``server`` a decision may call: the operator's ``readOnlyTools`` where
         mcp.json gives it, else those the server annotates ``readOnlyHint`` (read once)."""
         if server not in self._read_only:
             listed = self.servers[server].read_only_tools if server in self.servers else None
             if listed is None:
-                tools = await self.list_tools(server)
+                try:
+                    tools = await self.list_tools(server)
+                except StdioError as exc:
+                    session = self._lean.get(server)
+                    why = session.last_error_line() if session and session._gone else ""
+                    raise McpError(f"{server}.{tool} failed: {why or exc}") from None
                 listed = [t.name for t in tools if t.annotations and t.annotations.readOnlyHint]
             self._read_only[server] = frozenset(listed)
         return self._read_only[server]
@@ -203,7 +208,7 @@ class McpPool:
         self.calls += 1
         transport = "tcp" if self.servers[server].url else "pipe"
         with mcp_span(server, tool, transport) as span:
-            if not acting and tool not in await self.decision_tools(server):
+            if not acting and tool not in await self.decision_tools(server, tool):
                 span.set_attribute("error.type", "write_refused")
                 raise WriteRefused(
                     f"{server}.{tool}: {REFUSAL_PREFIX}not a read-only tool, and only an approved "
