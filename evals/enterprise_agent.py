@@ -40,6 +40,7 @@ from sopgraph.evals.sopbench.agents import (
     offering_tools,
     results_as_user_turns,
 )
+from sopgraph.graphs.idempotency import acting
 from sopgraph.nodes.agent_middleware import ANSWER_TOOL
 from sopgraph.nodes.mcp import ServerConfig
 
@@ -187,7 +188,8 @@ async def run_persona(
     async with AGENTS[kind](persona, model, audit, as_text=as_text) as agent:
         for task in tasks:
             start = time.perf_counter()
-            result = await agent.solve(task)
+            with acting(f"task/{task['id']}"):  # the persona's own request, not a decision
+                result = await agent.solve(task)
             got: dict[str, Any] = {
                 **(result.answer or {"outcome": None, "answer": ""}),
                 "error": result.error,

@@ -237,8 +237,10 @@ def add_tools(mcp: Any) -> None:
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Raise an IT ticket as yourself (the raiser is always the caller); it starts open and
-        unassigned. A request repeating a gated action's idempotency key (a retried or resumed
-        run) gets the ticket the first one raised; no second ticket is raised."""
+        unassigned."""
+        # A request repeating a gated action's idempotency key (a retried or resumed run) gets
+        # the ticket the first one raised; no second ticket is raised. (Kept out of the
+        # description: it is the operator's guarantee, not something the caller chooses.)
         return created.once(request_key(ctx), lambda: raise_ticket(issue, priority))
 
     def raise_ticket(issue: str, priority: str) -> dict[str, Any]:
