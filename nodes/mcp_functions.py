@@ -11,8 +11,8 @@ import re
 from typing import Any
 
 from sopgraph.graphs.executors import ToolContext
-from sopgraph.graphs.idempotency import ACTION_KEY
 from sopgraph.graphs.model import Node
+from sopgraph.nodes.mcp import offered_tools
 from sopgraph.nodes.sandbox import ToolFn
 from sopgraph.prompts.codeact import FunctionSpec
 
@@ -53,7 +53,7 @@ class McpFunctions:
             except Exception as exc:  # noqa: BLE001 - one dead server leaves the others usable
                 problems.append(f"{server}: {type(exc).__name__}: {exc}")
                 continue
-            readable = await _readable(pool, server)
+            readable = await offered_tools(pool, server)
             for tool in self._listed[key]:
                 if readable is not None and tool.name not in readable:
                     continue  # a decision is offered only what it may call: read-only tools
@@ -84,14 +84,6 @@ class McpFunctions:
             except Exception:  # noqa: BLE001 - no catalog: the grammar holds nothing more
                 self._tables[key] = {}
         return self._tables[key]
-
-
-async def _readable(pool: Any, server: str) -> frozenset[str] | None:
-    """The tools of ``server`` a decision may call (``McpPool.decision_tools``), or None inside
-    an approved action or for a pool without the notion (a test's stand-in)."""
-    if ACTION_KEY.get() is not None or not hasattr(pool, "decision_tools"):
-        return None
-    return await pool.decision_tools(server)
 
 
 def _rows(result: Any) -> list[dict[str, Any]]:

@@ -163,7 +163,7 @@ def _claim_of(row: tuple[Any, ...]) -> Claim:
     return Claim(Answer(*row[:6]), owner=row[6], state=row[7])
 
 
-def _entry(row: tuple[Any, ...]) -> dict[str, Any]:
+def answer_entry(row: tuple[Any, ...]) -> dict[str, Any]:
     keys = ("thread_id", "interrupt_id", "node", "decision", "by", "at", "outcome", "detail")
     return dict(zip(keys, row, strict=True))
 
@@ -253,7 +253,7 @@ class SqliteAnswers(AnswerBook):
 
     async def history(self, thread_id: str) -> list[dict[str, Any]]:
         rows = await self._call(lambda c: c.execute(HISTORY, (thread_id,)).fetchall())
-        return [_entry(r) for r in rows]
+        return [answer_entry(r) for r in rows]
 
     def close(self) -> None:
         self.conn.close()
@@ -314,7 +314,7 @@ class PostgresAnswers(AnswerBook):
 
     async def history(self, thread_id: str) -> list[dict[str, Any]]:
         rows = await self._fetch(_pg(HISTORY), (thread_id,))
-        return [_entry(r) for r in rows]
+        return [answer_entry(r) for r in rows]
 
 
 @asynccontextmanager
@@ -334,23 +334,3 @@ async def open_answer_book(spec: str | Path) -> AsyncIterator[AnswerBook]:
             yield sqlite_book
         finally:
             sqlite_book.close()
-
-
-def read_answers(store: Path | str, thread_id: str) -> list[dict[str, Any]]:
-    """The answer log of ``thread_id`` in ``store``, a SQLite file or a ``postgres://`` URL
-    (none before any answer)."""
-    if str(store).startswith(("postgres://", "postgresql://")):
-        import psycopg
-
-        with psycopg.connect(str(store), autocommit=True) as conn:
-            try:
-                rows = conn.execute(_pg(HISTORY), (thread_id,)).fetchall()
-            except psycopg.errors.UndefinedTable:
-                return []
-        return [_entry(r) for r in rows]
-    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
-        try:
-            rows = conn.execute(HISTORY, (thread_id,)).fetchall()
-        except sqlite3.OperationalError:  # no answer was ever given in this store
-            return []
-    return [_entry(r) for r in rows]

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from sopgraph.runtime.answers import read_answers
+from sopgraph.runtime.answers import HISTORY, answer_entry
 from sopgraph.runtime.run_result import RunResult, build_result
 
 RunStatus = Literal["finished", "interrupted", "failed", "stopped"]
@@ -140,18 +140,17 @@ class _Store:
 
     def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         if self.postgres:
-            with self.conn.cursor(row_factory=_tuples) as cur:
+            from psycopg.rows import tuple_row
+
+            with self.conn.cursor(row_factory=tuple_row) as cur:
                 return cur.execute(sql.replace("?", "%s"), args).fetchall()
         return self.conn.execute(sql, args).fetchall()
 
     def answers(self, thread_id: str) -> list[dict[str, Any]]:
-        return read_answers(self.where, thread_id)
-
-
-def _tuples(cursor: Any) -> Any:
-    from psycopg.rows import tuple_row
-
-    return tuple_row(cursor)
+        """The answer log of ``thread_id`` (none before any answer was given in the store)."""
+        if "sopgraph_answers" not in self.tables:
+            return []
+        return [answer_entry(r) for r in self.query(HISTORY, (thread_id,))]
 
 
 @contextmanager

@@ -9,6 +9,17 @@ import yaml
 
 from sopgraph.tools.registry import Registry
 
+# A check, then a high-cost gated action: the smallest SOP whose run pauses for an approval.
+VALVE_SOP = {
+    "id": "valve",
+    "entry": {"default": ["check"]},
+    "nodes": {
+        "check": {"kind": "observation", "text": "check", "next": {"true": ["open_valve"]}},
+        "open_valve": {"kind": "action", "text": "open the valve", "cost": "high",
+                       "approval": "required"},
+    },
+}  # fmt: skip
+
 
 def make_sop(root: Path, sop: dict, tools: dict[str, str]) -> Path:
     """Write ``sop`` to ``root/sop.yaml`` and each tool body as ``async def run`` v1, activated.

@@ -16,7 +16,7 @@ from sopgraph.nodes.mcp._config import (
     legacy_to_mcp_json,
     load_server_configs,
 )
-from sopgraph.nodes.mcp._pool import McpError, McpPool, McpRefused, WriteRefused
+from sopgraph.nodes.mcp._pool import McpError, McpPool, McpRefused, WriteRefused, offered_tools
 
 __all__ = [
     "McpError",
@@ -27,4 +27,5 @@ __all__ = [
     "legacy_to_mcp_json",
     "load_server_configs",
     "WriteRefused",
+    "offered_tools",
 ]

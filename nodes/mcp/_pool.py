@@ -30,6 +30,7 @@ __all__ = [
     "ServerConfig",
     "WriteRefused",
     "load_server_configs",
+    "offered_tools",
     "parse_result",
 ]
 
@@ -46,6 +47,15 @@ class McpRefused(McpError, Refused):
 class WriteRefused(McpRefused):
     """A call outside an approved action (a decision node, the tool-maker, an eval) to a tool
     that is not read-only: refused at the client, before the server sees it."""
+
+
+async def offered_tools(pool: Any, server: str) -> frozenset[str] | None:
+    """The tools of ``server`` to offer a model deciding a node (``McpPool.decision_tools``),
+    or None (offer every tool) inside an approved action or for a pool without the notion (a
+    test's stand-in); the pool refuses a decision's write whatever was offered."""
+    if ACTION_KEY.get() is not None or not hasattr(pool, "decision_tools"):
+        return None
+    return await pool.decision_tools(server)
 
 
 def parse_result(result: dict[str, Any]) -> Any:
@@ -186,9 +196,7 @@ class McpPool:
                 try:
                     tools = await self.list_tools(server)
                 except StdioError as exc:
-                    session = self._lean.get(server)
-                    why = session.last_error_line() if session and session._gone else ""
-                    raise McpError(f"{server}.{tool} failed: {why or exc}") from None
+                    raise self._stdio_failure(server, tool, exc) from None
                 listed = [t.name for t in tools if t.annotations and t.annotations.readOnlyHint]
             self._read_only[server] = frozenset(listed)
         return self._read_only[server]
@@ -220,8 +228,7 @@ class McpPool:
                 try:
                     result = await session.call_tool(tool, args or {}, meta=mcp_meta())
                 except StdioError as exc:
-                    why = session.last_error_line() if session._gone else ""
-                    raise McpError(f"{server}.{tool} failed: {why or exc}") from None
+                    raise self._stdio_failure(server, tool, exc) from None
             else:
                 raw = await session.call_tool(tool, args or {}, meta=mcp_meta())
                 result = raw.model_dump(by_alias=True, exclude_none=True)
@@ -232,6 +239,12 @@ class McpPool:
                     raise McpRefused(f"{server}.{tool}: {text}")
                 raise McpError(f"{server}.{tool} failed: {text}")
         return parse_result(result)
+
+    def _stdio_failure(self, server: str, tool: str, exc: StdioError) -> McpError:
+        """One line for a stdio request that failed: the dead server's last words, if it died."""
+        session = self._lean.get(server)
+        why = session.last_error_line() if session is not None and session._gone else ""
+        return McpError(f"{server}.{tool} failed: {why or exc}")
 
     async def list_tools(self, server: str) -> list[Tool]:
         if self._owner is None:

@@ -21,19 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
-from sop_factory import make_sop
+from sop_factory import VALVE_SOP, make_sop
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "servers" / "idempotent_actions.py"
-SOP = {
-    "id": "valve",
-    "entry": {"default": ["check"]},
-    "nodes": {
-        "check": {"kind": "observation", "text": "check", "next": {"true": ["open_valve"]}},
-        "open_valve": {"kind": "action", "text": "open the valve", "cost": "high",
-                       "approval": "required"},
-    },
-}  # fmt: skip
+SOP = VALVE_SOP
 # the first time, the action hangs after the server acted: the resume is killed there
 VALVE = """
 opened = await ctx.mcp.call("actions", "open_valve", {"valve": "v1"})

@@ -9,21 +9,13 @@ from pathlib import Path
 
 import pytest
 from pg_fixture import pg_dsn  # noqa: F401
-from sop_factory import make_sop
+from sop_factory import VALVE_SOP, make_sop
 
 from sopgraph.cli import main
 from sopgraph.runtime.runner import Session
 from sopgraph.runtime.runs import store_name
 
-SOP = {
-    "id": "valve_pg",
-    "entry": {"default": ["check"]},
-    "nodes": {
-        "check": {"kind": "observation", "text": "check", "next": {"true": ["open_valve"]}},
-        "open_valve": {"kind": "action", "text": "open the valve", "cost": "high",
-                       "approval": "required"},
-    },
-}  # fmt: skip
+SOP = {**VALVE_SOP, "id": "valve_pg"}
 
 
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:

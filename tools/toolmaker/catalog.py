@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sopgraph.nodes.mcp import offered_tools
 from sopgraph.nodes.sandbox import ToolFn
 
 
@@ -59,9 +60,7 @@ class Catalog:
         servers: dict[str, list[CatalogTool]] = {}
         for server in sorted(getattr(pool, "servers", None) or {}):
             listed = await pool.list_tools(server)
-            readable = (
-                await pool.decision_tools(server) if hasattr(pool, "decision_tools") else None
-            )
+            readable = await offered_tools(pool, server)
             servers[server] = [
                 CatalogTool(
                     server, t.name, (t.description or "").strip(), dict(t.inputSchema or {})
