@@ -295,13 +295,38 @@ def _import_paths() -> tuple[tuple[str, ...], tuple[str, ...]]:
     # holds its site-packages, so it is not one of them)
     stdlib = {os.path.realpath(config["stdlib"]), os.path.dirname(os.path.realpath(os.__file__))}
     sites = {os.path.realpath(config[k]) for k in ("purelib", "platlib")}
-    # the folder holding sopgraph's packages: the checkout, or site-packages/sopgraph
-    found = {str(Path(sopgraph.tools.__file__).resolve().parents[1])}
+    # the folder holding sopgraph's packages: site-packages, or the checkout of an editable
+    # install, whose package folders are bound one by one: the checkout itself may be closed to
+    # the sandbox's uid (a clone in a `mktemp -d` folder is mode 700), and a bound folder keeps
+    # its mode, so nothing below it could be reached
+    holder = str(Path(sopgraph.tools.__file__).resolve().parents[1])
+    packages = [holder] if holder in sites else _package_folders(Path(holder))
+    found = set(packages)
     for entry in sys.path:
         real = os.path.realpath(entry) if entry else ""
         if real and os.path.isdir(real) and not any(_within(real, s) for s in stdlib):
             found.add(real)
+    if holder not in sites:
+        found.discard(holder)
     return tuple(sorted(found)), tuple(sorted(s for s in sites if s in found))
+
+
+def _package_folders(checkout: Path) -> list[str]:
+    """The folders of an editable checkout that sopgraph's packages are imported from."""
+    import importlib.util
+
+    out = []
+    for folder in sorted(checkout.iterdir()):
+        if not (folder / "__init__.py").is_file():
+            continue
+        name = "sopgraph" if folder.name == "sopgraph" else f"sopgraph.{folder.name}"
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and str(folder) in (spec.submodule_search_locations or []):
+            out.append(str(folder))
+    return out
 
 
 def _within(path: str, folder: str) -> bool:

@@ -126,3 +126,18 @@ def test_a_model_written_spec_is_read_as_data_not_run(sop):
     reg.add_version("obs_paid", tool_file("obs_paid", "Paid?", spec), "tool-maker:m", activate=True)
     fn = reg.resolve("obs_paid").fn
     assert fn.spec.threshold == "min_paid"  # built by the host from the literal, in-process
+
+
+def test_an_editable_checkout_is_bound_package_by_package():
+    """A clone in a `mktemp -d` folder is mode 700, closed to the sandbox's uid: binding the
+    checkout itself would hide every package below it, so its package folders are bound."""
+    import sopgraph.tools
+    from sopgraph.tools.jailed import _import_paths
+
+    holder = Path(sopgraph.tools.__file__).resolve().parents[1]
+    paths, sites = _import_paths()
+    if str(holder) in sites:  # a wheel install: site-packages holds sopgraph
+        assert str(holder) in paths
+        return
+    assert str(holder) not in paths
+    assert {str(holder / p) for p in ("graphs", "tools", "sopgraph")} <= set(paths)
