@@ -21,6 +21,9 @@ EXTRA_OF = {
     "duckdb": "bench",
     "numpy": "bench",
     "pandas": "bench",
+    "pypdf": "draft",
+    "docx": "draft",
+    "procrastinate": "queue",
     "pytest": "dev",
 }
 
@@ -30,6 +33,8 @@ WHAT = {
     "server": "the LangGraph server",
     "postgres": "the PostgreSQL checkpointer",
     "bench": "the benchmark worlds and their data servers",
+    "draft": "reading PDF and Word documents",
+    "queue": "the job queue",
     "dev": "the test tools",
 }
 
