@@ -30,16 +30,16 @@ def full(tmp_path_factory):
 
 
 def test_same_seed_same_data_and_reuse(tmp_path):
-    a = build_world(tmp_path / "a", seed=5, progress=False, days=3, sites=1, scenarios=40)
-    b = build_world(tmp_path / "b", seed=5, progress=False, days=3, sites=1, scenarios=40)
-    c = build_world(tmp_path / "c", seed=6, progress=False, days=3, sites=1, scenarios=40)
+    a = build_world(tmp_path / "a", seed=5, progress=False, days=1, sites=1, scenarios=12)
+    b = build_world(tmp_path / "b", seed=5, progress=False, days=1, sites=1, scenarios=12)
+    c = build_world(tmp_path / "c", seed=6, progress=False, days=1, sites=1, scenarios=12)
     ha, hb, hc = (json.loads(p.manifest.read_text())["data_hash"] for p in (a, b, c))
     assert ha == hb != hc
     assert a.scenarios.read_text() == b.scenarios.read_text()
     stamp = a.robotics.stat().st_mtime_ns
-    again = build_world(tmp_path / "a", seed=5, progress=False, days=3, sites=1, scenarios=40)
+    again = build_world(tmp_path / "a", seed=5, progress=False, days=1, sites=1, scenarios=12)
     assert again.robotics.stat().st_mtime_ns == stamp  # reused, not rebuilt
-    build_world(tmp_path / "a", seed=9, progress=False, days=3, sites=1, scenarios=40)
+    build_world(tmp_path / "a", seed=9, progress=False, days=1, sites=1, scenarios=12)
     assert json.loads(a.manifest.read_text())["seed"] == 9  # a different seed rebuilds
 
 
