@@ -43,8 +43,10 @@ from sopgraph.mcp_servers.enterprise_tools import CALLER, RETURNED, add_tools
 from sopgraph.mcp_servers.http_transport import guard_session_manager, quiet_disconnects
 from sopgraph.mcp_servers.server_auth import (
     TOKENS_HELP,
+    LoginThrottle,
     TokenError,
     TokenTable,
+    TokenThrottle,
     auth_settings,
     load_tokens,
     request_identity,
@@ -120,6 +122,7 @@ class EnterpriseMCP(FastMCP):
         super().__init__(SERVER_NAME, **settings)
         self.company, self.policy, self.audit = company, policy, audit
         self.operator, self.tokens = operator, tokens
+        self.throttle = LoginThrottle()  # wrong bearer tokens, per client address and for all
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         identity = request_identity(self.get_context(), self.tokens, self.operator or "")
@@ -155,12 +158,14 @@ class EnterpriseMCP(FastMCP):
         return result
 
     def streamable_http_app(self) -> Any:
-        """The SDK's app, refused without tokens (deny by default), with the JSON depth limit."""
+        """The SDK's app, refused without tokens (deny by default), with the JSON depth limit,
+        inside ``TokenThrottle`` (wrong tokens throttled per client address and for all, as on
+        sopgraph's own MCP server)."""
         if self._token_verifier is None:
             raise TokenError("the enterprise server is not served over HTTP without --tokens FILE")
         app = super().streamable_http_app()
         guard_session_manager(self.session_manager)
-        return app
+        return TokenThrottle(app, self.throttle)
 
 
 def create_server(

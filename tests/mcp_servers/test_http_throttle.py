@@ -169,3 +169,22 @@ def test_a_lockout_reached_meanwhile_turns_the_401_into_a_429(connect, throttle)
         assert _post(client, WRONG).status_code == 401
     throttle.refusal = lambda address: None  # the door lets it through, as in a race
     _assert_locked_out(_post(client, RIGHT))
+
+
+def test_the_enterprise_server_throttles_wrong_tokens_too(tmp_path: Path) -> None:
+    """The enterprise demo server over HTTP sits in the same ``TokenThrottle``: five wrong tokens
+    from one address, then 429 for the right one as well (it had no throttle: issue 53)."""
+    from sopgraph.mcp_servers.enterprise import DEFAULT_POLICY
+    from sopgraph.mcp_servers.enterprise import create_server as enterprise_server
+    from sopgraph.mcp_servers.enterprise_policy import load_policy
+    from sopgraph.mcp_servers.enterprise_store import DEFAULT_DATA, load_company
+
+    company = load_company(DEFAULT_DATA)
+    policy = load_policy(DEFAULT_POLICY)
+    employee = next(iter(company.employees))
+    tokens = TokenTable.parse(f"{employee} {RIGHT}", "tokens")
+    server = enterprise_server(company, policy, tokens=tokens, audit=tmp_path / "audit.jsonl")
+    with TestClient(server.streamable_http_app(), "http://127.0.0.1:8000") as client:
+        for _ in range(LIMIT):
+            assert _post(client, WRONG).status_code == 401
+        _assert_locked_out(_post(client, RIGHT))
