@@ -16,6 +16,7 @@ from sopgraph.commands import (
     audit,
     bench,
     demo,
+    draft,
     graph,
     init,
     mcp,
@@ -49,7 +50,7 @@ DESCRIPTION = (
 # In the order `sopgraph --help` lists them. toolmaker and sopbench add a subcommand to a
 # group registered before them (`eval toolmaker`, `bench sopbench`).
 COMMAND_GROUPS = (
-    init, validate, run, runs, ui, graph, sop_import, tools, sandbox, mcp, demo, eval_group,
+    init, validate, draft, run, runs, ui, graph, sop_import, tools, sandbox, mcp, demo, eval_group,
     bench, world, monitor, shadow, model, schema, toolmaker, sopbench, audit,
 )  # fmt: skip
 

@@ -1,0 +1,203 @@
+"""Drafting an SOP from a document in small steps: a section a step, several drafts sampled and
+the one with the fewest failed checks kept, its failed checks sent back for repair (bounded).
+
+The model step is a function given to ``draft`` (``prompts/drafting.py`` has the DSPy one); it
+gets a ``StepRequest`` and returns the answer mapping, so tests drive the loop with fakes.
+
+Example:
+    >>> result = await draft(doc, propose, samples=3, repairs=1)  # doctest: +SKIP
+    >>> result.problems
+    []
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sopgraph.graphs.drafting.checks import check_draft
+from sopgraph.graphs.drafting.document import Document, Sentence
+from sopgraph.graphs.drafting.facts import DraftFacts
+from sopgraph.graphs.drafting.outcomes import find_outcomes
+from sopgraph.graphs.drafting.steps import Plan, assemble, clean_answer, to_yaml
+from sopgraph.graphs.problems import Problem
+
+SOP_FILE = "sop.yaml"
+MAX_SAMPLES = 8
+MAX_REPAIRS = 3
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """What one model step sees: the section's sentences, where they may lead, the outcomes,
+    the catalog, feedback from failed checks (``none`` at first) and the reply schema."""
+
+    section: str
+    sentences: str
+    targets: str
+    outcomes: str
+    catalog: str
+    feedback: str
+    response_format: dict[str, Any]
+    sample: int
+
+
+@dataclass
+class StepReply:
+    answer: Any  # the reply's mapping, or None when the step failed
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str = ""
+
+
+Propose = Callable[[StepRequest], Awaitable[StepReply]]
+
+
+@dataclass
+class Cost:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failed_calls: int = 0
+    seconds: float = 0.0
+
+    def add(self, reply: StepReply) -> None:
+        self.calls += 1
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.failed_calls += reply.answer is None
+
+    def line(self) -> str:
+        return (
+            f"{self.calls} model calls ({self.failed_calls} failed), "
+            f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens, "
+            f"{self.seconds:.0f} s"
+        )
+
+
+@dataclass
+class Draft:
+    text: str
+    unused: list[int]
+    problems: list[Problem]
+    answers: dict[int, dict[str, str]]
+
+
+@dataclass
+class DraftResult:
+    draft: Draft
+    facts: DraftFacts
+    plan: Plan
+    cost: Cost
+    sample_problems: list[int] = field(default_factory=list)  # failed checks of each sample
+    repairs: int = 0
+
+
+def _build(
+    plan: Plan, answers: dict[int, dict[str, str]], base: DraftFacts, sop_id: str | None
+) -> Draft:
+    sop, unused = assemble(plan, answers, sop_id)
+    text = to_yaml(sop)
+    facts = base.model_copy(update={"unused": unused})
+    return Draft(text, unused, check_draft(text, SOP_FILE, facts), answers)
+
+
+def _request(plan: Plan, section: list[Sentence], feedback: str, sample: int) -> StepRequest:
+    outcomes = "\n".join(
+        f"{o.field}: {o.value} ({o.sentence and f's{o.sentence}'})" for o in plan.outcomes
+    )
+    return StepRequest(
+        section=section[0].section or plan.doc.title,
+        sentences=plan.render_section(section),
+        targets=plan.render_targets(),
+        outcomes=outcomes or "none stated",
+        catalog="\n".join(plan.catalog) if plan.catalog else "none",
+        feedback=feedback,
+        response_format=plan.schema(section),
+        sample=sample,
+    )
+
+
+def _feedback(draft: Draft, plan: Plan, section: list[Sentence]) -> str:
+    """The failed checks that concern ``section``: its nodes' problems and the document-wide ones."""
+    ids = {plan.ids[s.number] for s in section}
+    numbers = {f"(s{s.number})" for s in section}
+    mine = [
+        p for p in draft.problems
+        if p.node in ids or not p.node and (any(n in p.message for n in numbers) or "outcome" in p.message)
+    ]  # fmt: skip
+    if not mine:
+        return ""
+    earlier = {f"s{n}": a for n, a in draft.answers.items() if n in {s.number for s in section}}
+    return (
+        "Your earlier answer: "
+        + str(earlier)
+        + "\nIts failed checks:\n"
+        + "\n".join(f"- {p.node or 'document'}: {p.message}" for p in mine[:8])
+    )
+
+
+async def draft(
+    doc: Document,
+    propose: Propose,
+    *,
+    catalog: list[str] | None = None,
+    samples: int = 3,
+    repairs: int = 1,
+    sop_id: str | None = None,
+    sha256: str = "",
+    on_step: Callable[[str], None] | None = None,
+) -> DraftResult:
+    """Draft ``doc``: ``samples`` drafts of every section, the one with the fewest failed
+    checks kept, then up to ``repairs`` rounds that send each section its failed checks.
+
+    ``on_step`` is called after every model step with a short description (a progress bar).
+    """
+    samples = max(1, min(samples, MAX_SAMPLES))
+    repairs = max(0, min(repairs, MAX_REPAIRS))
+    started = time.monotonic()
+    outcomes = find_outcomes(doc)
+    plan = Plan.of(doc, outcomes, catalog)
+    base = DraftFacts.of(doc, outcomes, catalog, sha256)
+    cost = Cost()
+
+    async def step(
+        section: list[Sentence], feedback: str, sample: int
+    ) -> dict[int, dict[str, str]]:
+        reply = await propose(_request(plan, section, feedback or "none", sample))
+        cost.add(reply)
+        if on_step is not None:
+            on_step(f"section '{section[0].section or doc.title}', sample {sample + 1}")
+        return clean_answer(reply.answer or {}, section, plan)
+
+    drafts: list[Draft] = []
+    for k in range(samples):
+        answers: dict[int, dict[str, str]] = {}
+        for section in plan.sections:
+            answers.update(await step(section, "", k))
+        drafts.append(_build(plan, answers, base, sop_id))
+    best = min(drafts, key=lambda d: len(d.problems))  # the first of the fewest on a tie
+    done = 0
+    for _ in range(repairs):
+        if not best.problems:
+            break
+        done += 1
+        answers = dict(best.answers)
+        for section in plan.sections:
+            feedback = _feedback(best, plan, section)
+            if feedback:
+                answers.update(await step(section, feedback, samples))
+        repaired = _build(plan, answers, base, sop_id)
+        if len(repaired.problems) < len(best.problems):
+            best = repaired
+    cost.seconds = time.monotonic() - started
+    facts = base.model_copy(update={"unused": best.unused})
+    return DraftResult(best, facts, plan, cost, [len(d.problems) for d in drafts], done)
+
+
+def total_steps(doc: Document, samples: int, repairs: int) -> int:
+    """The most model steps ``draft`` makes (for a progress bar's total)."""
+    sections = len(Plan.of(doc, find_outcomes(doc)).sections)
+    return sections * (max(1, min(samples, MAX_SAMPLES)) + max(0, min(repairs, MAX_REPAIRS)))

@@ -1,0 +1,206 @@
+"""Drafting in steps: sampling chosen by the checks, repair from failed checks, the DSPy step
+on DummyLM, and the ``draft`` and ``publish`` commands."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import dspy
+import pytest
+from dspy.utils import DummyLM
+
+from sopgraph.cli import main
+from sopgraph.graphs.drafting.document import read_text
+from sopgraph.graphs.drafting.drafter import StepReply, StepRequest, draft
+from sopgraph.graphs.drafting.outcomes import find_outcomes
+from sopgraph.graphs.drafting.steps import Plan
+from sopgraph.prompts.drafting import dspy_propose
+
+DOC = """# Refund check
+
+## Steps
+
+1. Check whether the order was delivered more than 30 days ago.
+2. If it was, reject the refund.
+3. Otherwise approve the refund.
+
+## Decisions
+
+- Approved: the refund is paid.
+- Rejected: the refund is refused.
+"""
+
+# The right answer for each sentence: role, then, else (sentence numbers or outcome ids).
+RIGHT = {1: ("decision", 2, 3), 2: ("action", "answer_rejected", "end"),
+         3: ("action", "answer_approved", "end")}  # fmt: skip
+WRONG = {1: ("decision", 2, "end"), 2: ("action", "end", "end"), 3: ("context", "end", "end")}
+
+
+def _id(request: StepRequest, target) -> str:
+    if isinstance(target, str):
+        return target
+    return next(
+        t.split(":")[0] for t in request.targets.splitlines() if t.startswith(f"s{target}_")
+    )
+
+
+def _answer(request: StepRequest, table: dict) -> dict:
+    steps = {}
+    for key in re.findall(r"^s(\d+) ", request.sentences, re.M):
+        role, then, other = table[int(key)]
+        steps[f"s{key}"] = {"role": role, "then": _id(request, then), "else": _id(request, other)}
+    return {"steps": steps}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dspy():
+    yield
+    dspy.settings.configure(lm=None)
+
+
+async def test_the_sample_with_fewest_failed_checks_is_kept():
+    seen: list[int] = []
+
+    async def propose(request: StepRequest) -> StepReply:
+        seen.append(request.sample)
+        return StepReply(_answer(request, RIGHT if request.sample == 1 else WRONG), 10, 5)
+
+    result = await draft(read_text(DOC, "refund.md"), propose, samples=3, repairs=0)
+    assert seen == [0, 1, 2]
+    assert result.draft.problems == [] and result.sample_problems[1] == 0
+    assert min(result.sample_problems[0], result.sample_problems[2]) > 0
+    assert (result.cost.calls, result.cost.prompt_tokens, result.cost.completion_tokens) == (
+        3,
+        30,
+        15,
+    )
+    sop = result.draft.text
+    name = re.search(r"delivered more than \{(\w+)\} days ago", sop)[1]
+    assert f"  {name}: 30\n" in sop
+    assert "source: refund.md:5 (s1) Check whether" in sop
+
+
+async def test_failed_checks_go_back_to_the_model_and_the_repair_is_kept():
+    feedback: list[str] = []
+
+    async def propose(request: StepRequest) -> StepReply:
+        if request.feedback != "none":
+            feedback.append(request.feedback)
+            return StepReply(_answer(request, RIGHT))
+        return StepReply(_answer(request, WRONG))
+
+    result = await draft(read_text(DOC, "refund.md"), propose, samples=1, repairs=2)
+    assert len(feedback) == 1 and "outcome 'Approved'" in feedback[0]
+    assert "'false' verdict leads nowhere" in feedback[0]
+    assert result.repairs == 1 and result.draft.problems == []
+
+
+async def test_repairs_are_bounded_and_a_failed_step_is_counted():
+    async def propose(request: StepRequest) -> StepReply:
+        return StepReply(None, error="timeout")
+
+    result = await draft(read_text(DOC, "refund.md"), propose, samples=2, repairs=2)
+    assert result.cost.calls == 2 + 2 and result.cost.failed_calls == 4
+    assert result.draft.problems  # every sentence context: the outcomes are unreachable
+
+
+async def test_the_dspy_step_on_dummy_lm_drafts_a_sound_sop():
+    doc = read_text(DOC, "refund.md")
+    # DummyLM answers the signature's fields; the schema-constrained path is the local model's
+    ids = {f"s{n}": i for n, i in Plan.of(doc, find_outcomes(doc)).ids.items()}
+    steps = {
+        "s1": {"role": "decision", "then": ids["s2"], "else": ids["s3"]},
+        "s2": {"role": "action", "then": "answer_rejected", "else": "end"},
+        "s3": {"role": "action", "then": "answer_approved", "else": "end"},
+    }
+    lm = DummyLM([{"steps": json.dumps(steps)}])
+    result = await draft(doc, dspy_propose(lm), samples=1, repairs=0)
+    assert result.draft.problems == [], result.draft.text
+    assert result.cost.calls == 1 and result.cost.failed_calls == 0
+
+
+GOOD_STEPS = {
+    "s1": {
+        "role": "decision",
+        "then": "s2_was_reject_refund",
+        "else": "s3_otherwise_approve_refund",
+    },
+    "s2": {"role": "action", "then": "answer_rejected", "else": "end"},
+    "s3": {"role": "action", "then": "answer_approved", "else": "end"},
+}
+
+
+def _drafted(tmp_path, monkeypatch, steps: dict, *options: str):
+    """``sopgraph draft`` of DOC with a DummyLM answering ``steps``: the draft folder."""
+    import sopgraph.nodes.models as models
+
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(models, "dspy_lm", lambda **_: DummyLM([{"steps": json.dumps(steps)}] * 8))
+    (tmp_path / "refund.md").write_text(DOC)
+    out = tmp_path / "draft"
+    argv = ["draft", str(tmp_path / "refund.md"), "-o", str(out), "--samples", "1", *options]
+    assert main(argv) == 0
+    return out
+
+
+def test_draft_writes_the_folder_and_publish_versions_it(tmp_path, monkeypatch, capsys):
+    out = _drafted(tmp_path, monkeypatch, GOOD_STEPS)
+    printed = capsys.readouterr().out
+    assert "0 failed checks" in printed and re.search(r"cost: 1 model calls .* \d+ s", printed)
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["draft.json", "review.md", "sop.mmd", "sop.yaml"]
+    review = (out / "review.md").read_text()
+    assert "All checks pass" in review and "Judgement steps" in review
+    assert "`s1_check_whether_order_was`" in review  # no data decides it: a judgement step
+    assert main(["validate", str(out / "sop.yaml")]) == 0
+    assert main(["publish", str(out)]) == 0
+    assert "version 1" in capsys.readouterr().out
+    assert main(["publish", str(out)]) == 0  # the same file: the same version
+    assert "version 1" in capsys.readouterr().out
+    text = (out / "sop.yaml").read_text()
+    (out / "sop.yaml").write_text(text.replace("approve the refund.", "approve the refund now."))
+    assert main(["publish", str(out)]) == 0
+    assert "version 2" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / "home/published/refund_check/manifest.json").read_text())
+    assert [v["version"] for v in manifest["versions"]] == [1, 2] and manifest["active"] == 2
+
+
+def test_publish_refuses_a_draft_whose_checks_fail(tmp_path, monkeypatch, capsys):
+    steps = {k: {**v, "then": "end"} for k, v in GOOD_STEPS.items()}
+    out = _drafted(tmp_path, monkeypatch, steps, "--repairs", "0")
+    capsys.readouterr()
+    assert main(["publish", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert all(line.startswith("error: ") for line in err)
+    assert any("outcome 'Approved'" in line for line in err) and "failed check(s)" in err[-1]
+    assert not (tmp_path / "home" / "published").exists()
+
+
+def test_an_edit_into_an_invalid_graph_is_refused_with_its_line(tmp_path, monkeypatch, capsys):
+    out = _drafted(tmp_path, monkeypatch, GOOD_STEPS)
+    text = (out / "sop.yaml").read_text().replace("- answer_rejected", "- answer_rejectd")
+    (out / "sop.yaml").write_text(text)
+    capsys.readouterr()
+    assert main(["publish", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(
+        r"error: .*sop\.yaml:\d+: s2_was_reject_refund: .*unknown node 'answer_rejectd'", err
+    )
+
+
+def test_a_failed_draft_leaves_nothing_half_written(tmp_path, monkeypatch, capsys):
+    import sopgraph.nodes.models as models
+
+    (tmp_path / "refund.md").write_text(DOC)
+
+    def broken_lm(**_):
+        raise KeyboardInterrupt  # stopped mid-draft
+
+    monkeypatch.setattr(models, "dspy_lm", broken_lm)
+    assert main(["draft", str(tmp_path / "refund.md"), "-o", str(tmp_path / "draft")]) == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["refund.md"]
+    (tmp_path / "empty.md").write_text("# Notes\n\nThe office opens at nine.\n")
+    assert main(["draft", str(tmp_path / "empty.md"), "-o", str(tmp_path / "d2")]) == 2
+    assert "holds no procedure" in capsys.readouterr().err
+    assert not (tmp_path / "d2").exists()
