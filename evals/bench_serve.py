@@ -349,7 +349,8 @@ async def bench_langgraph(
             scratch = server_home(stack, data_home)
             server = LangGraphDev(
                 workdir=scratch / "langgraph", jobs=max(1, concurrency),
-                env={"SOPGRAPH_HOME": str(scratch)},
+                # the benchmark, as the operator, lets its client approve by policy
+                env={"SOPGRAPH_HOME": str(scratch), "SOPGRAPH_APPROVAL": "client"},
             )  # fmt: skip
             await asyncio.to_thread(server.start)
             stack.callback(server.stop)

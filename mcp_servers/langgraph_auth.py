@@ -20,6 +20,12 @@ Crons, and anything the server adds later, are refused (403). ``disable_studio_a
 off the development server's bypass that lets a request saying ``x-auth-scheme: langsmith``
 in as the Studio user.
 
+Gated actions follow the operator's policy, not the client's: ``$SOPGRAPH_APPROVAL`` (as
+``sopgraph mcp serve --approval``) is ``ask`` (the default: each gated action pauses for an
+answer), ``approve`` or ``reject`` (decides all), or ``client`` (a run's
+``configurable.approval`` decides, as before). Unless it is ``client``, every run created is
+given the operator's policy over whatever its configuration or context says.
+
 Example:
     $ SOPGRAPH_MCP_TOKENS=tokens langgraph dev --no-browser --allow-blocking
     >>> client = get_client(url="http://127.0.0.1:2024",
@@ -38,6 +44,8 @@ from langgraph_sdk import Auth
 from sopgraph.mcp_servers.server_auth import TOKENS_ENV, TokenError, TokenTable, load_tokens
 
 log = logging.getLogger(__name__)
+APPROVAL_ENV = "SOPGRAPH_APPROVAL"
+POLICIES = ("ask", "approve", "reject", "client")
 OWNER = "owner"  # the metadata key naming a thread's (or an assistant's) creator
 UNAUTHORIZED = (
     "this LangGraph server needs 'Authorization: Bearer <token>' with a token of its operator's "
@@ -58,8 +66,31 @@ def store_label(identity: str) -> str:
     return identity.replace(".", "%2E")
 
 
-def langgraph_auth(tokens: TokenTable) -> Auth:
-    """The LangGraph server's ``Auth``: ``tokens`` authenticate, identities own their threads."""
+def pin_approval(run: dict[str, Any], policy: str) -> None:
+    """Give the run being created (a ``RunsCreate``'s ``kwargs``) the operator's ``policy``
+    for gated actions, over its configuration's and its context's; ``client`` leaves them."""
+    if policy == "client":
+        return
+    config = run.setdefault("config", {})
+    config.setdefault("configurable", {})["approval"] = policy
+    if isinstance(run.get("context"), dict):
+        run["context"]["approval"] = policy
+
+
+def approval_policy() -> str:
+    """The operator's ``$SOPGRAPH_APPROVAL`` (default ``ask``); raises ``ValueError`` on another."""
+    policy = os.environ.get(APPROVAL_ENV, "ask").strip() or "ask"
+    if policy not in POLICIES:
+        raise ValueError(
+            f"{APPROVAL_ENV}={policy!r}: not a policy for gated actions; use one of "
+            f"{', '.join(POLICIES)} (ask, the default, pauses each for an answer)"
+        )
+    return policy
+
+
+def langgraph_auth(tokens: TokenTable, approval: str = "ask") -> Auth:
+    """The LangGraph server's ``Auth``: ``tokens`` authenticate, identities own their threads,
+    runs follow the operator's ``approval`` policy (``client``: the run's own)."""
     auth = Auth()
 
     @auth.authenticate
@@ -77,6 +108,13 @@ def langgraph_auth(tokens: TokenTable) -> Auth:
 
     @auth.on.threads
     async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType:
+        return _owned(ctx, value)
+
+    @auth.on.threads.create_run
+    async def own_run(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType:
+        kwargs = value.get("kwargs")
+        if isinstance(kwargs, dict):
+            pin_approval(kwargs, approval)
         return _owned(ctx, value)
 
     @auth.on.assistants.create
@@ -122,10 +160,11 @@ def served_auth() -> Auth:
             f"the LangGraph server (langgraph.json's auth) needs bearer tokens: set {TOKENS_ENV}="
             "FILE, a file of '<identity> <token>' lines as for `sopgraph mcp serve --tokens`"
         )
+    policy = approval_policy()
     tokens = load_tokens(path)
     for warning in tokens.warnings:
         log.warning("%s", warning)
-    return langgraph_auth(tokens)
+    return langgraph_auth(tokens, policy)
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,10 @@ async def test_bench_langgraph_counts_completed_and_paused_triages(tmp_path, fc_
     # Two of five alarms reach a gated action: approved by policy they complete, asked they pause.
     inputs = triage_inputs(fc_home, 5, gated_share=0.4)
     with LangGraphDev(
-        CONFIG, workdir=tmp_path / "server", jobs=5, env={"SOPGRAPH_HOME": str(fc_home)}
+        CONFIG,
+        workdir=tmp_path / "server",
+        jobs=5,
+        env={"SOPGRAPH_HOME": str(fc_home), "SOPGRAPH_APPROVAL": "client"},
     ) as srv:
         token = srv.tokens["langgraph-dev"]  # langgraph.json's auth: the server's bearer token
         ok = await bench_langgraph(

@@ -32,6 +32,23 @@ def test_bearer_token_of_an_authorization_header():
         assert bearer_token(value) is None, value
 
 
+def test_the_operator_pins_the_approval_policy(monkeypatch):
+    """Unless the operator says ``client``, a run's own ``approval`` gives way to theirs."""
+    run = {"config": {"configurable": {"approval": "approve"}}, "context": {"approval": "approve"}}
+    langgraph_auth.pin_approval(run, "ask")
+    assert run["config"]["configurable"]["approval"] == run["context"]["approval"] == "ask"
+    bare: dict = {}
+    langgraph_auth.pin_approval(bare, "reject")
+    assert bare == {"config": {"configurable": {"approval": "reject"}}}
+    langgraph_auth.pin_approval(run, "client")
+    assert run["config"]["configurable"]["approval"] == "ask"  # left as it was
+    monkeypatch.delenv(langgraph_auth.APPROVAL_ENV, raising=False)
+    assert langgraph_auth.approval_policy() == "ask"
+    monkeypatch.setenv(langgraph_auth.APPROVAL_ENV, "yes")
+    with pytest.raises(ValueError, match="SOPGRAPH_APPROVAL='yes': not a policy"):
+        langgraph_auth.approval_policy()
+
+
 def test_the_served_auth_needs_a_tokens_file(monkeypatch, tmp_path):
     """Importing the module needs no tokens; the server reading its ``auth`` does."""
     langgraph_auth.served_auth.cache_clear()
@@ -110,19 +127,13 @@ async def test_the_tokens_identity_is_the_approver_whatever_the_answer_says(serv
     (action,) = [a for a in values["actions"] if a["node"] == "act_standby"]
     assert (action["status"], action["by"], action["approver"]) == ("executed", "human", ALICE)
     assert (await alice.threads.get(thread))["status"] == "idle"
-    # by policy, the run's configuration naming another approver: still the token's identity
-    values = await alice.runs.wait(
-        None,
-        "sop",
-        input={"input": INPUT},
-        config={"configurable": {"sop": sop, "approval": "approve", "approver": "mallory"}},
-    )
-    (action,) = [a for a in values["actions"] if a["node"] == "act_standby"]
-    assert (action["status"], action["by"], action["approver"]) == (
-        "executed",
-        "policy:approve",
-        ALICE,
-    )
+    # a run whose configuration and context say approve: the operator's policy (ask, the
+    # default) stands, so the gate pauses for an answer instead of executing
+    for given in ({"config": {"configurable": {"sop": sop, "approval": "approve"}}},
+                  {"context": {"sop": sop, "approval": "approve"}}):  # fmt: skip
+        values = await alice.runs.wait(None, "sop", input={"input": INPUT}, **given)
+        assert values.get("__interrupt__"), (given, values)
+        assert not [a for a in values.get("actions", []) if a.get("status") == "executed"]
 
 
 @pytest.mark.slow
