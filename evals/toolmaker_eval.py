@@ -227,6 +227,7 @@ async def spec_deps(
         units=full.units,
         tables={s: t for s, t in full.tables.items() if s in brief.server_names},
         types=full.types,
+        labels=full.labels,
     )
     pool = [d for d in cache["library"] if d.node not in exclude]
     demos = nearest(pool, node.text, list(node.data), k, node.id) if demos_from == "library" else []

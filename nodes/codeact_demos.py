@@ -164,7 +164,7 @@ def computation(
                 x = f"[v for v in {x} if v {m.keep.op} {Bound.threshold(m.keep.threshold, ctx):g}]"
             lines.append(f"{name} = {ACROSS[m.across].format(x=x)}")
             continue
-        if at is not None and counters and m.reduce in COUNTERS:
+        if at is not None and counters and getattr(m, "reduce", None) in COUNTERS:
             counted = counter_lines(name, m.reduce, at, calls[at - 1].result, value)
             if counted:
                 lines += counted

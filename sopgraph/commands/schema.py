@@ -1,4 +1,5 @@
-"""``sopgraph schema``: the SOP format as a JSON Schema, for editors (docs/sop.schema.json).
+"""``sopgraph schema [sop|check]``: the SOP format (docs/sop.schema.json) or a spec tool's
+``Check`` (docs/check.schema.json) as a JSON Schema, for editors and other tools.
 
 Generated from the pydantic SOP model (``graphs/model.py``), then told what the model accepts
 through its validators rather than its types: a single node id where a list is expected, the
@@ -13,6 +14,7 @@ from typing import Any
 
 from sopgraph.graphs.model import EDGE_KEYS, MAX_VISITS, NODE_KINDS, Sop
 from sopgraph.output_file import write_output
+from sopgraph.tools.spec import Check
 
 # What each key means, shown by an editor on hover (docs/sop-format.md says it at length).
 DOCS: dict[str, dict[str, str]] = {
@@ -104,8 +106,20 @@ def sop_json_schema() -> dict[str, Any]:
     }
 
 
+def check_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a spec tool's ``Check`` (its JSON form), straight
+    from the model: the three measurement kinds are told apart by the key each requires
+    (``metric``, ``table``, ``tool``)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **Check.model_json_schema(),
+        "title": "sopgraph Check",
+    }
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
-    text = json.dumps(sop_json_schema(), indent=2, ensure_ascii=False) + "\n"
+    schema = check_json_schema() if args.what == "check" else sop_json_schema()
+    text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
     if args.output:
         write_output(args.output, text)
     else:
@@ -120,7 +134,12 @@ def register(sub: Any) -> None:
         help="print the SOP format's JSON Schema (for editors; docs/sop.schema.json)",
         description="Print the JSON Schema of an SOP file, generated from the SOP model. "
         "Point an editor at it: `# yaml-language-server: $schema=<path or URL>` as the first "
-        "line of sop.yaml (VS Code's YAML extension).",
+        "line of sop.yaml (VS Code's YAML extension). `sopgraph schema check` prints a spec "
+        "tool's Check instead (docs/check.schema.json).",
     )
+    s.add_argument(
+        "what", nargs="?", choices=("sop", "check"), default="sop",
+        help="sop (default): an SOP file; check: a spec tool's Check",
+    )  # fmt: skip
     s.add_argument("-o", "--output", help="write it to this file instead of stdout")
     s.set_defaults(fn=cmd_schema)

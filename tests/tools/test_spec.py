@@ -11,11 +11,10 @@ import json
 
 import pytest
 from fc_world import fc_home, fc_world  # noqa: F401
+from spec_library import library_checks
 
 from sopgraph.cli import main
 from sopgraph.examples import EXAMPLES
-from sopgraph.graphs.loader import load_sop
-from sopgraph.tools.registry import Registry
 from sopgraph.tools.spec import Check, Measure, SpecError, tool
 from sopgraph.tools.spec.expr import evaluate
 from sopgraph.tools.spec.rows import select
@@ -28,17 +27,6 @@ IDLE = {
     },
     "value": "idle", "op": ">", "threshold": "idle_pct_threshold",
 }  # fmt: skip
-
-
-def library_checks() -> dict[str, Check]:
-    sop = load_sop(TRIAGE)
-    reg = Registry(TRIAGE / "tools")
-    out = {}
-    for node in sop.decision_nodes:
-        spec = getattr(reg.resolve(node.tool_name).fn, "spec", None)
-        if spec is not None:
-            out[node.id] = spec
-    return out
 
 
 @pytest.mark.parametrize(

@@ -30,10 +30,20 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sopgraph.tools.spec.model import Check, Keep, Lookup, Measure, SpecError
+from sopgraph.tools.spec.model import (
+    Check,
+    FieldMeasure,
+    Keep,
+    Lookup,
+    Measure,
+    RowsMeasure,
+    SeriesMeasure,
+    SpecError,
+)
 from sopgraph.tools.spec.run import tool, trace
 
-__all__ = ["Check", "Keep", "Lookup", "Measure", "SpecError", "spec_of", "tool", "trace"]
+__all__ = ["Check", "FieldMeasure", "Keep", "Lookup", "Measure", "RowsMeasure", "SeriesMeasure",
+           "SpecError", "spec_of", "tool", "trace"]  # fmt: skip
 
 
 def spec_of(node_id: str, version: int) -> Check:

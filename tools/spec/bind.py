@@ -8,7 +8,6 @@ Example:
 from __future__ import annotations
 
 import operator
-from dataclasses import replace
 from typing import Any
 
 from sopgraph.tools.spec.model import Measure, SpecError
@@ -37,17 +36,17 @@ class Bound:
         """``m`` with a formula ``minutes`` and a parameter ``min_count`` read from ``ctx.params``."""
         from sopgraph.tools.spec.expr import evaluate, names
 
-        if isinstance(m.minutes, str):
+        if isinstance(getattr(m, "minutes", None), str):
             params = getattr(ctx, "params", {}) or {}
             for name in names(m.minutes):
                 if name not in params:
                     raise SpecError(f"minutes: {name!r} is not a site parameter")
-            m = replace(m, minutes=evaluate(m.minutes, params))
-        if isinstance(m.min_count, str):
+            m = m.model_copy(update={"minutes": evaluate(m.minutes, params)})
+        if isinstance(getattr(m, "min_count", None), str):
             params = getattr(ctx, "params", {}) or {}
             if m.min_count not in params:
                 raise SpecError(f"min_count: {m.min_count!r} is not a site parameter")
-            m = replace(m, min_count=params[m.min_count])
+            m = m.model_copy(update={"min_count": params[m.min_count]})
         return m
 
     @staticmethod

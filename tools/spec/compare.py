@@ -19,23 +19,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import fields
 from typing import Any
 
-from sopgraph.tools.spec.model import Check, Keep, Measure
+from sopgraph.tools.spec.model import Check, FieldMeasure, Keep, Measure
 
 _CHECK_FIELDS = ("scale", "op", "threshold", "missing", "zero_division")
-_MEASURE_FIELDS = tuple(
-    f.name
-    for f in fields(Measure)
-    if f.name not in ("server", "metric", "table", "column", "columns")
-)
+_SOURCE_FIELDS = ("server", "metric", "table", "column", "columns", "tool", "field")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def source(m: Measure) -> str:
-    """What a measurement reads: the metric, or ``table.column`` (``table.*`` counts rows)."""
-    if m.metric:
+    """What a measurement reads: the metric, ``table.column`` (``table.*`` counts rows), or
+    ``tool.field`` of a served record."""
+    if isinstance(m, FieldMeasure):
+        return f"{m.tool}.{m.field}"
+    if m.kind == "series":
         return m.metric
     cols = ",".join(m.columns) if m.columns else (m.column or "*")
     return f"{m.table}.{cols}"
@@ -69,8 +67,8 @@ def differences(made: Check | dict[str, Any], reference: Check | dict[str, Any])
         if src not in mine:
             continue
         ma = mine[src][1]
-        for name in _MEASURE_FIELDS:
-            x, y = getattr(ma, name), getattr(mb, name)
+        for name in (f for f in type(mb).model_fields if f not in _SOURCE_FIELDS):
+            x, y = getattr(ma, name, None), getattr(mb, name, None)
             if x != y:
                 out.append(f"{src} {name} {_show(x)} (library: {_show(y)})")
     return out

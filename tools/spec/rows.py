@@ -5,12 +5,12 @@ edges included, is a ``?`` parameter. The window's bounds are UTC ``YYYY-MM-DD H
 text, which SQLite compares as text and DuckDB casts to its TIMESTAMP.
 
 Example:
-    >>> sql, params = select(Measure(server="ops", table="tickets", where={"site": "$site"},
+    >>> sql, params = select(RowsMeasure(server="ops", table="tickets", where={"site": "$site"},
     ...     open_at=("opened_at", "closed_at"), reduce="count"), {"site": "BFI4"},
     ...     "2025-03-17T10:00:00Z")
     >>> sql
     'SELECT count(*) FROM "tickets" WHERE "site" = ? AND "opened_at" <= ? AND ("closed_at" IS NULL OR "closed_at" > ?)'
-    >>> select(Measure(server="conveyance", table="c5", columns=("a", "$col"), across="max",
+    >>> select(RowsMeasure(server="conveyance", table="c5", columns=("a", "$col"), across="max",
     ...     time_column="t", minutes=10), {"col": "b"}, "2025-03-17T10:00:00Z")[0]
     'SELECT avg("a"), avg("b") FROM "c5" WHERE "t" > ? AND "t" <= ?'
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from sopgraph.tools.kit import counter_steps, from_sql_time, instant, sql, sql_time
 from sopgraph.tools.spec.bind import OPS, Bound
-from sopgraph.tools.spec.model import AGE_UNITS, Lookup, Measure, SpecError
+from sopgraph.tools.spec.model import AGE_UNITS, Lookup, RowsMeasure, SpecError
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 AGG = {"mean": "avg", "sum": "sum", "min": "min", "max": "max"}
@@ -54,14 +54,14 @@ def _where(where: dict[str, Any], bound: dict[str, Any]) -> tuple[list[str], lis
     return clauses, params
 
 
-def bounds(m: Measure, timestamp: str) -> tuple[dt.datetime, dt.datetime]:
+def bounds(m: RowsMeasure, timestamp: str) -> tuple[dt.datetime, dt.datetime]:
     if isinstance(m.minutes, str):
         raise SpecError(f"minutes: {m.minutes!r} is a formula; read it with Bound.measure first")
     end = instant(timestamp) - dt.timedelta(minutes=m.offset_minutes)
     return end - dt.timedelta(minutes=m.minutes or 0), end
 
 
-def select(m: Measure, bound: dict[str, Any], timestamp: str) -> tuple[str, list[Any]]:
+def select(m: RowsMeasure, bound: dict[str, Any], timestamp: str) -> tuple[str, list[Any]]:
     """The SELECT and its parameters for ``m`` at ``timestamp``."""
     clauses, params = _where(m.where, bound)
     start, end = bounds(m, timestamp)
@@ -109,7 +109,7 @@ def select(m: Measure, bound: dict[str, Any], timestamp: str) -> tuple[str, list
 
 
 async def read(
-    m: Measure, bound: dict[str, Any], timestamp: str, ctx: Any
+    m: RowsMeasure, bound: dict[str, Any], timestamp: str, ctx: Any
 ) -> tuple[float | None, str]:
     """The measurement's number (None: no value) and the SQL that read it."""
     m = Bound.measure(m, ctx)

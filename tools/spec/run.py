@@ -12,10 +12,12 @@ import asyncio
 from typing import Any
 
 from sopgraph.graphs.model import Verdict
-from sopgraph.tools.spec import rows, series
+from sopgraph.tools.spec import fields, rows, series
 from sopgraph.tools.spec.bind import OPS, Bound
 from sopgraph.tools.spec.expr import evaluate, names
 from sopgraph.tools.spec.model import Check
+
+READERS = {"series": series.read, "rows": rows.read, "field": fields.read}
 
 
 async def trace(check: Check, input: dict[str, Any], ctx: Any) -> tuple[Verdict, dict[str, Any]]:
@@ -34,9 +36,7 @@ async def trace(check: Check, input: dict[str, Any], ctx: Any) -> tuple[Verdict,
             ), seen
     needed = names(check.value) | (names(check.guard) if check.guard else set())
     readers = {
-        name: (series.read if m.kind == "series" else rows.read)(
-            Bound.measure(m, ctx), bound, timestamp, ctx
-        )
+        name: READERS[m.kind](Bound.measure(m, ctx), bound, timestamp, ctx)
         for name, m in check.measures.items()
         if name in needed
     }

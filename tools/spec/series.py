@@ -6,7 +6,7 @@ missing numerator series is 0), times ``scale``; ``keep`` and ``across`` then se
 Each query asks for up to ``PAGE`` series and refuses a truncated answer.
 
 Example:
-    >>> query_text(Measure(server="robotics", metric="station_idle_pct", minutes=15,
+    >>> query_text(SeriesMeasure(server="robotics", metric="station_idle_pct", minutes=15,
     ...            match={"site": "$site"}), {"site": "BFI4"})
     'avg_over_time(station_idle_pct{site="BFI4"}[15m])'
 """
@@ -16,19 +16,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import statistics
-from dataclasses import replace
 from typing import Any
 
 from sopgraph.tools.kit import Window, instant, selector
 from sopgraph.tools.spec.bind import OPS, Bound
-from sopgraph.tools.spec.model import Measure
+from sopgraph.tools.spec.model import SeriesMeasure
 
 FUNC = {"mean": "avg"}  # the spec's reduce -> PromQL's function prefix
 ACROSS = {"sum": sum, "mean": statistics.fmean, "min": min, "max": max}
 PAGE = 1000  # series per query: a site's stations fit in one page
 
 
-def query_text(m: Measure, bound: dict[str, Any]) -> str:
+def query_text(m: SeriesMeasure, bound: dict[str, Any]) -> str:
     labels = {k: str(Bound(bound).value(v, f"match.{k}")) for k, v in m.match.items()}
     window = Window(dt.datetime(2000, 1, 1, tzinfo=dt.UTC), float(m.minutes or 0))
     func = FUNC.get(m.reduce, m.reduce)
@@ -36,7 +35,7 @@ def query_text(m: Measure, bound: dict[str, Any]) -> str:
 
 
 async def read(
-    m: Measure, bound: dict[str, Any], timestamp: str, ctx: Any
+    m: SeriesMeasure, bound: dict[str, Any], timestamp: str, ctx: Any
 ) -> tuple[float | None, str]:
     """The measurement's number (None: no series) and the query that read it."""
     query = query_text(m, bound)
@@ -45,7 +44,7 @@ async def read(
         shifted = instant(timestamp) - dt.timedelta(minutes=m.offset_minutes)
         at = shifted.strftime("%Y-%m-%dT%H:%M:%SZ")
     if m.per:
-        over = query_text(replace(m, metric=m.per, per=None), bound)
+        over = query_text(m.model_copy(update={"metric": m.per, "per": None}), bound)
         tops, bottoms = await asyncio.gather(_series(m, query, at, ctx), _series(m, over, at, ctx))
         query = f"{query} / {over}"
         values = [tops.get(k, 0.0) / v for k, v in bottoms.items() if v]
@@ -63,7 +62,7 @@ async def read(
     return float(ACROSS[m.across](values)), query
 
 
-async def _series(m: Measure, query: str, at: str, ctx: Any) -> dict[tuple, float]:
+async def _series(m: SeriesMeasure, query: str, at: str, ctx: Any) -> dict[tuple, float]:
     """Each series' value by its labels (a page of up to 1000 series; more is an error)."""
     args = {"query": query, "time": at, "page_size": PAGE}
     res = await ctx.mcp.call(m.server, "execute_query", args)

@@ -29,6 +29,7 @@ class DataCatalog:
         default_factory=dict
     )  # server -> table -> columns
     types: dict[str, str] = field(default_factory=dict)  # "table.column" -> SQL type
+    labels: dict[str, list[str]] = field(default_factory=dict)  # metric -> its label names
 
     @classmethod
     async def read(cls, catalog: Catalog, servers: list[str]) -> DataCatalog:
@@ -46,6 +47,8 @@ class DataCatalog:
                             meta = await call(server, "get_metric_metadata", {"metric": m})
                         except Exception:  # noqa: BLE001 - a unit is a nicety
                             continue
+                        if isinstance(meta, dict) and isinstance(meta.get("labels"), list):
+                            out.labels[m] = [str(x) for x in meta["labels"]]
                         if isinstance(meta, dict):
                             out.units[m] = "; ".join(
                                 f"{k}={v}" for k, v in meta.items()
@@ -62,6 +65,15 @@ class DataCatalog:
                         out.types[f"{table}.{c['name']}"] = str(c.get("type", ""))
                 out.tables[server] = tables
         return out
+
+    def keyed_labels(self, server: str, input_fields: list[str]) -> list[str]:
+        """The labels a series measurement of ``server`` may match on: its metrics' labels (as
+        ``get_metric_metadata`` lists them) that are fields of the run input, in the server's
+        order; with no labels listed, the input's fields (but its time)."""
+        listed = [x for m in self.metrics.get(server, []) for x in self.labels.get(m, [])]
+        if not listed:
+            return [f for f in input_fields if f != "timestamp"]
+        return [x for x in dict.fromkeys(listed) if x in input_fields]
 
     def time_columns(self, table: str) -> list[str]:
         cols = [c for s in self.tables.values() for c in s.get(table, [])]

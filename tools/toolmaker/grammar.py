@@ -1,8 +1,10 @@
 """The tool-maker's output grammar, built per node: a spec that can only name what exists.
 
-``spec_model`` returns a pydantic model of the spec's JSON form (``sopgraph.tools.spec``)
-whose names are enumerations read from the catalog and the SOP: the node's servers, their
-metrics or tables, each table's own columns, the SOP's parameter names, the input's fields.
+``spec_model`` returns a narrowing of the spec's model (``sopgraph.tools.spec.Check``): the
+same fields, fewer of them, each enumeration the Check's own (its operators, outcomes,
+reductions) or read from the catalog and the SOP: the node's servers, their metrics or tables,
+each table's own columns, the labels the metrics carry that the run input keys on, the SOP's
+parameter names, the input's fields.
 DSPy sends its JSON schema as the response format; llama.cpp compiles that into a grammar, so
 every token the model samples keeps the reply a spec of this node's world. A candidate may
 still be wrong (the wrong metric, window or comparison), never unparsable or made up.
@@ -12,10 +14,11 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from sopgraph.tools.spec.model import Check, Lookup, RowsMeasure, SeriesMeasure
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 
 # The measurements are named a and b in the grammar (a required, b optional): a JSON schema's
@@ -24,12 +27,34 @@ from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 FORMULAS = ("a", "a / b", "a - b", "b - a", "a + b", "(a - b) / b", "(b - a) / b", "max(a, b)",
             "min(a, b)", "abs(a - b)")  # fmt: skip
 WINDOWS = (5, 10, 15, 20, 30, 45, 60, 120, 180, 240, 360, 720, 1440, 10080)
-SERIES_REDUCES = ("mean", "sum", "min", "max", "count", "last")
-ROW_REDUCES = ("mean", "sum", "min", "max", "count", "last", "increase", "age")
+SCALES = (1, 100, 0.01)  # a value as read, a fraction as a percent, a percent as a fraction
+STRICT = ConfigDict(extra="forbid")
+
+
+def choices(model: type[BaseModel], name: str) -> tuple[Any, ...]:
+    """The values the Check's model allows in field ``name`` of ``model`` (a ``Literal``)."""
+    return get_args(model.model_fields[name].annotation)
+
+
+SERIES_REDUCES = choices(SeriesMeasure, "reduce")
+# the grammar leaves out the reductions no demonstration of the library shows
+ROW_REDUCES = tuple(r for r in choices(RowsMeasure, "reduce") if r not in ("first", "rises"))
+OPERATORS = choices(Check, "op")
+OUTCOMES = choices(Check, "missing")
+AGE_UNITS = choices(RowsMeasure, "age_unit")
 
 
 def _lit(values: list[Any] | tuple[Any, ...]) -> Any:
     return Literal[tuple(values)]  # type: ignore[valid-type]
+
+
+def narrow(of: type[BaseModel], name: str, **fields: Any) -> type[BaseModel]:
+    """A grammar model of ``of``: only ``fields`` (each a field of ``of``), each type narrowed
+    to what this node may name. A field ``of`` does not have is a bug, not a reply."""
+    unknown = sorted(set(fields) - set(of.model_fields))
+    if unknown:
+        raise TypeError(f"{name}: {', '.join(unknown)} is not a field of {of.__name__}")
+    return create_model(name, __config__=STRICT, **fields)
 
 
 def _name(*parts: str) -> str:
@@ -60,22 +85,23 @@ def spec_model(
     """The reply ``{"spec": ...}`` for one node: a spec with every name an enumeration, in
     one of two shapes (value ``a`` over one measurement, or a formula over ``a`` and ``b``),
     every field in the order the library's demonstrations show it. With ``hints`` (the node's
-    ``data:``), measurements read only the named metrics and tables; lookups any table."""
+    ``data:``), measurements read only the named metrics and tables; lookups any table. A
+    series measurement matches on the labels its server's metrics carry that are fields of
+    the run input (``DataCatalog.keyed_labels``), each bound to an input field."""
     read_metrics, read_tables = hinted(data, hints or [])
-    refs = _lit([f"${f}" for f in input_fields] or ["$site"])
-    strict = ConfigDict(extra="forbid")
+    refs = _lit([f"${f}" for f in input_fields]) if input_fields else str
     measures: list[type[BaseModel]] = []
     for server, metrics in read_metrics.items():
         if not metrics:
             continue
         match = create_model(
-            _name("match", server), __config__=strict,
-            **{label: (refs | None, None) for label in ("site", "station")},
+            _name("match", server), __config__=STRICT,
+            **{label: (refs | None, None) for label in data.keyed_labels(server, input_fields)},
         )  # fmt: skip
         measures.append(
-            create_model(
+            narrow(
+                SeriesMeasure,
                 _name("series", server),
-                __config__=strict,
                 server=(_lit([server]), ...),
                 metric=(_lit(metrics), ...),
                 match=(match, ...),
@@ -89,14 +115,14 @@ def spec_model(
             col = _lit(cols)
             times = data.time_columns(table) or cols
             where = create_model(
-                _name("where", server, table), __config__=strict,
+                _name("where", server, table), __config__=STRICT,
                 **{c: (str | None, None) for c in cols},
             )  # fmt: skip
             if table in read_tables.get(server, []):
                 measures.append(
-                    create_model(
+                    narrow(
+                        RowsMeasure,
                         _name("rows", server, table),
-                        __config__=strict,
                         server=(_lit([server]), ...),
                         table=(_lit([table]), ...),
                         # required, null allowed: the model decides each, in this order
@@ -106,20 +132,25 @@ def spec_model(
                         minutes=(_lit(WINDOWS) | None, ...),
                         reduce=(_lit(ROW_REDUCES), ...),
                         open_at=(list[_lit(times)] | None, None),  # type: ignore[misc]
-                        age_unit=(_lit(("minutes", "hours", "days")) | None, None),
+                        age_unit=(_lit(AGE_UNITS) | None, None),
                         default=(float | None, None),
                     )  # fmt: skip
                 )
             lookups.append(
-                create_model(
+                narrow(
+                    Lookup,
                     _name("lookup", server, table),
-                    __config__=strict,
                     server=(_lit([server]), ...),
                     table=(_lit([table]), ...),
                     column=(col, ...),
                     where=(where, ...),
                 )  # fmt: skip
             )
+    if not measures:
+        raise ValueError(
+            "the node's servers list no metrics or tables (list_metrics, list_tables): "
+            "a spec has nothing to read"
+        )
     measure = functools.reduce(operator.or_, measures)
     threshold = (_lit(params) | float) if params else float
     lookup = None
@@ -129,26 +160,26 @@ def spec_model(
     def shape(name: str, formulas: tuple[str, ...], two: bool) -> type[BaseModel]:
         # the value comes first: choosing it chooses one measurement or two
         named = create_model(
-            f"{name}Measures", __config__=strict, a=(measure, ...),
+            f"{name}Measures", __config__=STRICT, a=(measure, ...),
             **({"b": (measure, ...)} if two else {}),
         )  # fmt: skip
         fields: dict[str, Any] = {
             "value": (_lit(formulas), ...),
             "measures": (named, ...),
-            "scale": (_lit((1, 100, 0.01)), ...),
-            "op": (_lit((">", ">=", "<", "<=", "==", "!=")), ...),
+            "scale": (_lit(SCALES), ...),
+            "op": (_lit(OPERATORS), ...),
             "threshold": (threshold, ...),
-            "missing": (_lit(("no_data", "true", "false")), ...),
+            "missing": (_lit(OUTCOMES), ...),
         }
         if two:
-            fields["zero_division"] = (_lit(("no_data", "true", "false")), ...)
+            fields["zero_division"] = (_lit(OUTCOMES), ...)
         if lookup is not None:
             fields["lookups"] = (dict[str, lookup] | None, None)  # type: ignore[valid-type]
-        return create_model(name, __config__=strict, **fields)
+        return narrow(Check, name, **fields)
 
     one = shape("OneMeasure", ("a",), False)
     two = shape("TwoMeasures", FORMULAS[1:], True)
-    return create_model("Reply", __config__=strict, spec=(one | two, ...))
+    return create_model("Reply", __config__=STRICT, spec=(one | two, ...))
 
 
 def response_format(model: type[BaseModel]) -> dict[str, Any]:

@@ -1,0 +1,90 @@
+"""The tool-maker's per-node grammar is a narrowing of the Check (issue 52): its fields are the
+Check's, its enumerations the Check's own or read from the catalog and the SOP's input
+contract. On an SOP that is not the triage one, the match labels are that SOP's input fields
+that the catalog's metrics carry, never ``site``/``station``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.loader import load_sop
+from sopgraph.tools.spec import Check, SeriesMeasure
+from sopgraph.tools.spec.measures import OPERATORS, OUTCOMES
+from sopgraph.tools.toolmaker.data_catalog import DataCatalog
+from sopgraph.tools.toolmaker.grammar import as_spec_dict, narrow, response_format, spec_model
+
+SERVICE = EXAMPLES / "service_interruption"
+ENTERPRISE = EXAMPLES / "enterprise"
+
+
+def _fields(sop_dir) -> list[str]:
+    return list(load_sop(sop_dir).input)
+
+
+def _catalog(labels: dict[str, list[str]] | None = None) -> DataCatalog:
+    return DataCatalog(
+        metrics={"telemetry": ["outage_minutes", "dropped_calls"]},
+        labels=labels or {},
+        tables={"crm": {"cases": ["case_id", "status", "opened_at"]}},
+        types={"cases.opened_at": "TIMESTAMP"},
+    )
+
+
+def _schema(model) -> dict:
+    return response_format(model)["schema"]
+
+
+def test_match_labels_are_the_inputs_fields_the_metrics_carry():
+    fields = _fields(SERVICE)
+    assert fields == ["case_id"]
+    labels = {"outage_minutes": ["region", "case_id"], "dropped_calls": ["case_id", "cell"]}
+    schema = _schema(spec_model(_catalog(labels), ["max_outage_min"], fields))
+    match = schema["$defs"]["MatchTelemetry"]["properties"]
+    assert list(match) == ["case_id"]  # region and cell: no input field keys them
+    assert match["case_id"]["anyOf"][0]["const"] == "$case_id"  # bound to the input's field
+    text = json.dumps(schema)
+    assert '"site"' not in text and '"station"' not in text and "$site" not in text
+
+
+def test_with_no_labels_listed_the_match_keys_are_the_inputs_fields():
+    fields = _fields(ENTERPRISE)
+    schema = _schema(spec_model(_catalog(), [], fields))
+    assert list(schema["$defs"]["MatchTelemetry"]["properties"]) == fields
+    where = schema["$defs"]["WhereCrmCases"]["properties"]
+    assert list(where) == ["case_id", "status", "opened_at"]  # the table's own columns
+
+
+def test_the_grammars_enumerations_are_the_checks():
+    schema = _schema(spec_model(_catalog(), ["max_outage_min"], ["case_id"]))
+    one = schema["$defs"]["OneMeasure"]["properties"]
+    assert tuple(one["op"]["enum"]) == OPERATORS and tuple(one["missing"]["enum"]) == OUTCOMES
+    assert one["threshold"]["anyOf"][0]["const"] == "max_outage_min"  # the SOP's parameter
+    series = schema["$defs"]["SeriesTelemetry"]["properties"]
+    assert set(series) <= set(SeriesMeasure.model_fields)
+    with pytest.raises(TypeError, match="colour is not a field of SeriesMeasure"):
+        narrow(SeriesMeasure, "Bad", colour=(str, ...))
+
+
+def test_a_reply_filled_under_the_grammar_is_a_check():
+    reply = spec_model(_catalog({"outage_minutes": ["case_id"]}), ["max_outage_min"], ["case_id"])
+    filled = reply.model_validate({"spec": {
+        "value": "a", "scale": 1, "op": ">", "threshold": "max_outage_min", "missing": "no_data",
+        "measures": {"a": {"server": "telemetry", "metric": "outage_minutes",
+                           "match": {"case_id": "$case_id"}, "minutes": 60, "reduce": "max"}},
+    }})  # fmt: skip
+    check = Check.from_dict(as_spec_dict(filled))
+    assert check.measures["a"].match == {"case_id": "$case_id"}
+    with pytest.raises(ValueError):  # a label the input does not key on
+        reply.model_validate({"spec": {
+            "value": "a", "scale": 1, "op": ">", "threshold": 5, "missing": "no_data",
+            "measures": {"a": {"server": "telemetry", "metric": "outage_minutes",
+                               "match": {"site": "$case_id"}, "minutes": 60, "reduce": "max"}},
+        }})  # fmt: skip
+
+
+def test_a_node_whose_servers_list_nothing_to_read_is_one_clear_error():
+    with pytest.raises(ValueError, match="list no metrics or tables"):
+        spec_model(DataCatalog(), [], ["case_id"])
