@@ -15,30 +15,33 @@ from sopgraph.graphs.drafting.drafter import Propose, StepReply, StepRequest
 from sopgraph.prompts.adapter import dspy_context_with
 
 SAMPLE_TEMPERATURE = 0.7  # the first sample is greedy; later ones explore
-# Output tokens a sentence's answer takes (its role and two node ids, about 30 on Qwen's
-# tokenizer), with room for the braces; the default budget (512) cuts a 15-sentence section.
-TOKENS_PER_SENTENCE = 48
+# Output tokens a sentence's answer takes (its role, a node id, a result and an outcome, about
+# 35 on Qwen's tokenizer), with room; the default budget (512) cuts a 15-sentence section.
+TOKENS_PER_SENTENCE = 56
 
 
 class DraftSection(dspy.Signature):
     """Turn one section of a standard operating procedure (SOP) into steps of a decision graph.
-    For each numbered sentence give its role: `decision` when it checks or asks something
-    whose answer chooses what happens next (a question, a check, a comparison, an "if"), `action`
-    when it tells someone to do something, `context` when it states no step (background, a
-    definition). `then` is the node that runs next when the decision holds (for an action: the
-    node after it), `else` the node when the decision does not hold; use `end` when the
-    document gives nothing next. A sentence "If X, do Y" is usually the action that a decision
-    about X leads to. Lead the last action of each path to the outcome node it ends in. With a
-    catalog, `data` names what answers the decision (`none` when no data does). Follow the
-    feedback when given: it lists checks the earlier answer failed."""
+    For each numbered sentence give:
+    `role`: `decision` when it checks or asks something whose result chooses what happens next,
+    `action` when it tells someone to do something, `context` when it states no step
+    (background, a definition);
+    `after`: the earlier step this sentence follows (`start` for the procedure's first step); a
+    sentence "If X, do Y" follows the step that found out X;
+    `when`: `yes` when it follows that step's check holding ("if it is successful", "if there
+    is an outage"), `no` when it follows the check failing ("if it fails", "otherwise", "if
+    there is no outage"), `always` when it follows whatever the result;
+    `outcome`: for an action that ends the procedure, the outcome it ends in, else `none`;
+    `data` (with a catalog): what answers a decision, else `none`.
+    Follow the feedback when given: it lists checks the earlier answer failed."""
 
     section: str = dspy.InputField(desc="the section's title")
-    sentences: str = dspy.InputField(desc="the section's sentences: number (node id): text")
-    targets: str = dspy.InputField(desc="every node a step may lead to: id: what it is")
-    outcomes: str = dspy.InputField(desc="the outcome values the document states")
+    sentences: str = dspy.InputField(desc="the section's sentences: number: text")
+    targets: str = dspy.InputField(desc="the procedure's steps: id: text")
+    outcomes: str = dspy.InputField(desc="the outcomes the document states: id: value")
     catalog: str = dspy.InputField(desc="the data names a decision may read, or `none`")
     feedback: str = dspy.InputField(desc="failed checks of an earlier answer, or `none`")
-    steps: dict = dspy.OutputField(desc="sentence number -> {role, then, else, data}")
+    steps: dict = dspy.OutputField(desc="sentence number -> {role, after, when, outcome, data}")
 
 
 def _tokens(usage: Any) -> tuple[int, int]:

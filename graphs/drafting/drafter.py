@@ -21,7 +21,7 @@ from sopgraph.graphs.drafting.checks import check_draft
 from sopgraph.graphs.drafting.document import Document, Sentence
 from sopgraph.graphs.drafting.facts import DraftFacts
 from sopgraph.graphs.drafting.outcomes import find_outcomes
-from sopgraph.graphs.drafting.steps import Plan, assemble, clean_answer, to_yaml
+from sopgraph.graphs.drafting.steps import Plan, assemble, clean_answer, outcome_id, to_yaml
 from sopgraph.graphs.problems import Problem
 
 SOP_FILE = "sop.yaml"
@@ -105,9 +105,7 @@ def _build(
 
 
 def _request(plan: Plan, section: list[Sentence], feedback: str, sample: int) -> StepRequest:
-    outcomes = "\n".join(
-        f"{o.field}: {o.value} ({o.sentence and f's{o.sentence}'})" for o in plan.outcomes
-    )
+    outcomes = "\n".join(f"{outcome_id(o)}: {o.field} {o.value}" for o in plan.outcomes)
     return StepRequest(
         section=section[0].section or plan.doc.title,
         sentences=plan.render_section(section),

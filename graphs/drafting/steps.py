@@ -1,8 +1,11 @@
 """One drafting step's form and the SOP assembled from the steps' answers.
 
 A step fills one section: for each of its procedure sentences, the sentence's role (a
-decision, an action, or context that encodes no step), where its verdicts lead (a node id of
-another sentence, an outcome node, or ``end``) and, with a catalog, the data that decides it.
+decision, an action, or context that encodes no step), the earlier step it follows and on
+which result (``yes``, ``no``, ``always``: "If the check fails, ..." follows the check on
+``no``), the outcome an action ends the procedure in, and, with a catalog, the data that
+decides a decision. Prose states a branch where it happens, after the step it branches on, so
+each sentence names its parent rather than its children.
 Its JSON schema lists every id, outcome and catalog name as an enumeration, so an answer can be
 wrong but never name something that does not exist. Numbers, citations and outcome nodes are
 not asked of the model: they follow from the document.
@@ -21,7 +24,8 @@ from sopgraph.graphs.drafting.numbers import Comparison, find_comparisons, with_
 from sopgraph.graphs.drafting.outcomes import Outcome, slug
 
 ROLES = ("decision", "action", "context")
-END = "end"
+WHEN = ("yes", "no", "always")  # which result of the earlier step leads to this one
+START = "start"
 NONE = "none"
 _STOP = {"the", "a", "an", "of", "if", "is", "are", "to", "and", "or", "for", "any", "that", "it"}
 
@@ -62,35 +66,45 @@ class Plan:
         return plan
 
     @property
-    def targets(self) -> list[str]:
-        answers = list(dict.fromkeys(outcome_id(o) for o in self.outcomes))
-        return [*self.ids.values(), *answers, END]
+    def order(self) -> list[int]:
+        return list(self.ids)
+
+    def earlier(self, number: int) -> list[str]:
+        """The ids a sentence may follow: every step before it in the document, and ``start``."""
+        return [START, *(i for n, i in self.ids.items() if n < number)]
+
+    @property
+    def outcome_ids(self) -> list[str]:
+        return list(dict.fromkeys(outcome_id(o) for o in self.outcomes))
 
     def schema(self, section: list[Sentence]) -> dict[str, Any]:
         """The step's reply schema (llama.cpp's ``json_object`` dialect): one object per
-        sentence of ``section``, its fields enumerations."""
-        step: dict[str, Any] = {
-            "role": {"enum": list(ROLES)},
-            "then": {"enum": self.targets},
-            "else": {"enum": self.targets},
-        }
-        if self.catalog:
-            step["data"] = {"enum": [NONE, *self.catalog]}
-        one = {"type": "object", "properties": step, "required": list(step),
-               "additionalProperties": False}  # fmt: skip
-        keys = [f"s{s.number}" for s in section]
-        steps = {"type": "object", "properties": dict.fromkeys(keys, one), "required": keys,
+        sentence of ``section``, each field an enumeration."""
+        props: dict[str, Any] = {}
+        for s in section:
+            step: dict[str, Any] = {
+                "role": {"enum": list(ROLES)},
+                "after": {"enum": self.earlier(s.number)},
+                "when": {"enum": list(WHEN)},
+            }
+            if self.outcomes:
+                step["outcome"] = {"enum": [NONE, *self.outcome_ids]}
+            if self.catalog:
+                step["data"] = {"enum": [NONE, *self.catalog]}
+            props[f"s{s.number}"] = {"type": "object", "properties": step,
+                                     "required": list(step), "additionalProperties": False}  # fmt: skip
+        steps = {"type": "object", "properties": props, "required": list(props),
                  "additionalProperties": False}  # fmt: skip
         return {"type": "json_object", "schema": {
             "type": "object", "properties": {"steps": steps}, "required": ["steps"]}}  # fmt: skip
 
     def render_section(self, section: list[Sentence]) -> str:
-        return "\n".join(f"s{s.number} ({self.ids[s.number]}): {s.text}" for s in section)
+        return "\n".join(f"s{s.number}: {s.text}" for s in section)
 
     def render_targets(self) -> str:
+        """The steps before, as the model sees them: id and text."""
         lines = [f"{i}: {_short(self.doc.sentence(n).text)}" for n, i in self.ids.items()]
-        lines += [f"{outcome_id(o)}: the outcome '{o.value}'" for o in self.outcomes]
-        return "\n".join([*lines, f"{END}: the procedure ends here"])
+        return "\n".join(lines)
 
 
 def _short(text: str, width: int = 90) -> str:
@@ -102,19 +116,39 @@ def clean_answer(raw: Any, section: list[Sentence], plan: Plan) -> dict[int, dic
     allow (a reply from a model not held to the schema may hold anything)."""
     steps = raw.get("steps", raw) if isinstance(raw, dict) else {}
     out: dict[int, dict[str, str]] = {}
-    targets = set(plan.targets)
     for s in section:
         got = steps.get(f"s{s.number}") if isinstance(steps, dict) else None
         got = got if isinstance(got, dict) else {}
-        role = got.get("role") if got.get("role") in ROLES else "context"
-        step = {"role": role}
-        for key in ("then", "else"):
+
+        def pick(key: str, allowed: list[str], default: str, got: dict = got) -> str:
             value = got.get(key)
-            step[key] = value if value in targets else END
-        data = got.get("data")
-        step["data"] = data if plan.catalog and data in plan.catalog else NONE
-        out[s.number] = step
+            return value if value in allowed else default
+
+        out[s.number] = {
+            "role": pick("role", list(ROLES), "context"),
+            "after": pick("after", plan.earlier(s.number), START),
+            "when": pick("when", list(WHEN), "always"),
+            "outcome": pick("outcome", plan.outcome_ids, NONE),
+            "data": pick("data", plan.catalog or [], NONE),
+        }
     return out
+
+
+def _parent(number: int, answers: dict[int, dict[str, str]], plan: Plan) -> tuple[str, str]:
+    """The node a sentence follows and on which result: a context sentence passes its own."""
+    by_id = {i: n for n, i in plan.ids.items()}
+    step = answers[number]
+    after, when = step["after"], step["when"]
+    seen = {number}
+    while after != START:
+        n = by_id[after]
+        if n in seen or n not in answers:
+            return START, when
+        if answers[n]["role"] != "context":
+            return after, when
+        seen.add(n)
+        after = answers[n]["after"]
+    return START, when
 
 
 def assemble(
@@ -126,6 +160,8 @@ def assemble(
     nodes: dict[str, Any] = {}
     params: dict[str, Any] = {}
     unused: list[int] = []
+    entry: list[str] = []
+    edges: list[tuple[str, str, str]] = []  # (parent, result, child)
     for number, step in sorted(answers.items()):
         s = doc.sentence(number)
         if s is None or step["role"] == "context":
@@ -134,23 +170,21 @@ def assemble(
         nid = plan.ids[number]
         comps = plan.comparisons.get(number, [])
         params.update({c.name: c.value for c in comps})
-        node: dict[str, Any] = {"kind": "action" if step["role"] == "action" else
-                                ("constraint" if comps else "observation")}  # fmt: skip
+        kind = "action" if step["role"] == "action" else ("constraint" if comps else "observation")
         # braces in the prose would read as placeholders; the swap keeps every offset
         text = s.text.replace("{", "(").replace("}", ")")
-        node["text"] = with_placeholders(text, comps).strip()
-        if step["role"] == "decision" and step.get("data", NONE) != NONE:
+        node: dict[str, Any] = {"kind": kind, "text": with_placeholders(text, comps).strip()}
+        if kind != "action" and step["data"] != NONE:
             node["data"] = [step["data"]]
-        nxt: dict[str, list[str]] = {}
-        then, other = step["then"], step["else"]
-        if then != END and then != nid:
-            nxt["true"] = [then]
-        if step["role"] == "decision" and other != END and other != nid:
-            nxt["false"] = [other]
-        if nxt:
-            node["next"] = nxt
         node["source"] = f"{s.cite} {s.text}"
         nodes[nid] = node
+        parent, when = _parent(number, answers, plan)
+        if parent == START:
+            entry.append(nid)
+        else:
+            edges.append((parent, when, nid))
+        if kind == "action" and step["outcome"] != NONE:
+            edges.append((nid, "always", step["outcome"]))
     for o in plan.outcomes:
         oid = outcome_id(o)
         s = doc.sentence(o.sentence)
@@ -158,9 +192,20 @@ def assemble(
         if oid in nodes:
             nodes[oid]["source"] += f"; {cite}"
             continue
-        nodes[oid] = {"kind": "action", "title": f"{o.field}: {o.value}", "text": s.text if s else o.value,
-                      "source": cite}  # fmt: skip
-    first = next((i for i, n in nodes.items() if n["kind"] != "action"), None)
+        nodes[oid] = {"kind": "action", "title": f"{o.field}: {o.value}",
+                      "text": s.text if s else o.value, "source": cite}  # fmt: skip
+    for parent, when, child in edges:
+        node = nodes[parent]
+        key = "true" if when == "yes" else "false" if when == "no" else "always"
+        if node["kind"] == "action":
+            key = "true"  # an action ends done (true); only a gated one is ever rejected
+        targets = node.setdefault("next", {}).setdefault(key, [])
+        if child not in targets:
+            targets.append(child)
+    for node in nodes.values():  # `next` after the text, before the source, as people write it
+        if "next" in node:
+            node["next"] = node.pop("next")
+            node["source"] = node.pop("source")
     sop: dict[str, Any] = {
         "id": sop_id or slug(doc.title, "drafted_sop"),
         "title": doc.title,
@@ -169,7 +214,7 @@ def assemble(
     }
     if params:
         sop["params"] = params
-    sop["entry"] = {"default": [first] if first else []}
+    sop["entry"] = {"default": entry}
     sop["nodes"] = nodes
     return sop, unused
 

@@ -31,10 +31,12 @@ DOC = """# Refund check
 - Rejected: the refund is refused.
 """
 
-# The right answer for each sentence: role, then, else (sentence numbers or outcome ids).
-RIGHT = {1: ("decision", 2, 3), 2: ("action", "answer_rejected", "end"),
-         3: ("action", "answer_approved", "end")}  # fmt: skip
-WRONG = {1: ("decision", 2, "end"), 2: ("action", "end", "end"), 3: ("context", "end", "end")}
+# The right answer for each sentence: role, the step it follows (a sentence number or start),
+# on which result, and the outcome an action ends in.
+RIGHT = {1: ("decision", "start", "always", "none"), 2: ("action", 1, "yes", "answer_rejected"),
+         3: ("action", 1, "no", "answer_approved")}  # fmt: skip
+WRONG = {1: ("decision", "start", "always", "none"), 2: ("action", 1, "yes", "none"),
+         3: ("context", 2, "always", "none")}  # fmt: skip
 
 
 def _id(request: StepRequest, target) -> str:
@@ -47,9 +49,10 @@ def _id(request: StepRequest, target) -> str:
 
 def _answer(request: StepRequest, table: dict) -> dict:
     steps = {}
-    for key in re.findall(r"^s(\d+) ", request.sentences, re.M):
-        role, then, other = table[int(key)]
-        steps[f"s{key}"] = {"role": role, "then": _id(request, then), "else": _id(request, other)}
+    for key in re.findall(r"^s(\d+):", request.sentences, re.M):
+        role, after, when, outcome = table[int(key)]
+        steps[f"s{key}"] = {"role": role, "after": _id(request, after), "when": when,
+                            "outcome": outcome}  # fmt: skip
     return {"steps": steps}
 
 
@@ -92,7 +95,7 @@ async def test_failed_checks_go_back_to_the_model_and_the_repair_is_kept():
 
     result = await draft(read_text(DOC, "refund.md"), propose, samples=1, repairs=2)
     assert len(feedback) == 1 and "outcome 'Approved'" in feedback[0]
-    assert "'false' verdict leads nowhere" in feedback[0]
+    assert "outcome 'Rejected'" in feedback[0]
     assert result.repairs == 1 and result.draft.problems == []
 
 
@@ -110,9 +113,9 @@ async def test_the_dspy_step_on_dummy_lm_drafts_a_sound_sop():
     # DummyLM answers the signature's fields; the schema-constrained path is the local model's
     ids = {f"s{n}": i for n, i in Plan.of(doc, find_outcomes(doc)).ids.items()}
     steps = {
-        "s1": {"role": "decision", "then": ids["s2"], "else": ids["s3"]},
-        "s2": {"role": "action", "then": "answer_rejected", "else": "end"},
-        "s3": {"role": "action", "then": "answer_approved", "else": "end"},
+        "s1": {"role": "decision", "after": "start", "when": "always", "outcome": "none"},
+        "s2": {"role": "action", "after": ids["s1"], "when": "yes", "outcome": "answer_rejected"},
+        "s3": {"role": "action", "after": ids["s1"], "when": "no", "outcome": "answer_approved"},
     }
     lm = DummyLM([{"steps": json.dumps(steps)}])
     result = await draft(doc, dspy_propose(lm), samples=1, repairs=0)
@@ -121,14 +124,12 @@ async def test_the_dspy_step_on_dummy_lm_drafts_a_sound_sop():
 
 
 GOOD_STEPS = {
-    "s1": {
-        "role": "decision",
-        "then": "s2_was_reject_refund",
-        "else": "s3_otherwise_approve_refund",
-    },
-    "s2": {"role": "action", "then": "answer_rejected", "else": "end"},
-    "s3": {"role": "action", "then": "answer_approved", "else": "end"},
-}
+    "s1": {"role": "decision", "after": "start", "when": "always", "outcome": "none"},
+    "s2": {"role": "action", "after": "s1_check_whether_order_was", "when": "yes",
+           "outcome": "answer_rejected"},
+    "s3": {"role": "action", "after": "s1_check_whether_order_was", "when": "no",
+           "outcome": "answer_approved"},
+}  # fmt: skip
 
 
 def _drafted(tmp_path, monkeypatch, steps: dict, *options: str):
@@ -167,7 +168,7 @@ def test_draft_writes_the_folder_and_publish_versions_it(tmp_path, monkeypatch, 
 
 
 def test_publish_refuses_a_draft_whose_checks_fail(tmp_path, monkeypatch, capsys):
-    steps = {k: {**v, "then": "end"} for k, v in GOOD_STEPS.items()}
+    steps = {k: {**v, "outcome": "none"} for k, v in GOOD_STEPS.items()}
     out = _drafted(tmp_path, monkeypatch, steps, "--repairs", "0")
     capsys.readouterr()
     assert main(["publish", str(out)]) == 2
