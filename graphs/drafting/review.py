@@ -47,7 +47,8 @@ def review_page(result: DraftResult, model: str, document: str) -> str:
         judged = [n for n in sop.decision_nodes if not n.data and n.api is None]
         out += ["", "## Judgement steps (no data decides them)", ""]
         out += [
-            f"- `{n.id}`: {n.text} — a judge node, or make it an approval ({n.source.split(')')[0]})"
+            f"- `{n.id}`: {n.text} — a judge node, or make it an approval "
+            f"({n.source.partition(') ')[0]}))"
             for n in judged
         ] or ["None: every decision names the data that decides it."]
         if sop.params:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import dspy
 import pytest
@@ -205,3 +206,16 @@ def test_a_failed_draft_leaves_nothing_half_written(tmp_path, monkeypatch, capsy
     assert main(["draft", str(tmp_path / "empty.md"), "-o", str(tmp_path / "d2")]) == 2
     assert "holds no procedure" in capsys.readouterr().err
     assert not (tmp_path / "d2").exists()
+
+
+def test_data_hints_come_from_the_catalog_of_the_mcp_servers(tmp_path, monkeypatch):
+    mcp_json = Path(__file__).parents[2] / "examples" / "service_interruption" / "mcp.json"
+    steps = {**GOOD_STEPS, "s1": {**GOOD_STEPS["s1"], "data": "customer_service.check_area_outages"},
+             "s2": {**GOOD_STEPS["s2"], "data": "customer_service.no_such_tool"}}  # fmt: skip
+    out = _drafted(tmp_path, monkeypatch, steps, "--data", str(mcp_json))
+    facts = json.loads((out / "draft.json").read_text())
+    assert "customer_service.authenticate_customer" in facts["catalog"]
+    sop = (out / "sop.yaml").read_text()
+    assert "data:\n    - customer_service.check_area_outages" in sop
+    assert "no_such_tool" not in sop  # a name outside the catalog never reaches the draft
+    assert main(["publish", str(out)]) == 0
