@@ -86,6 +86,35 @@ def selector(metric: str, **labels: str) -> str:
     return f"{metric}{{{inner}}}"
 
 
+def promql_time(timestamp: str | dt.datetime, minutes_earlier: float = 0.0) -> str:
+    """The ``time`` of an instant query about ``timestamp`` (``minutes_earlier`` before it): 1 ms
+    after that instant, in RFC 3339.
+
+    A range ``[15m]`` at t holds the samples in (t-15m, t] on Prometheus 3 and on sopgraph's
+    metrics server, but in [t-15m, t] on Prometheus 2 (Debian's 2.42), whose ranges include their
+    start. Asked 1 ms later, all of them hold (t-15m, t] of samples stamped in whole seconds, so
+    one query text means one window on every server.
+
+    Example:
+        >>> promql_time("2025-03-10T12:00:00Z", minutes_earlier=60)
+        '2025-03-10T11:00:00.001Z'
+    """
+    at = instant(timestamp) - dt.timedelta(minutes=minutes_earlier, milliseconds=-1)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+
+def promql_series(res: Any, server: str, query: str) -> list[dict]:
+    """The series of a query's answer, in either shape: the Prometheus HTTP API's
+    ``{"status", "data": {"result"}}`` (sopgraph's metrics server) or the ``{"resultType",
+    "result"}`` of ``prometheus-mcp-server``. A truncated page is an error, not a partial sum."""
+    if not isinstance(res, dict):
+        return []
+    if res.get("truncated"):
+        raise RuntimeError(f"{server} returned a truncated result for {query}")
+    data = res.get("data", res)
+    return list((data.get("result") if isinstance(data, dict) else None) or [])
+
+
 def counter_steps(rows: list[list] | list[tuple]) -> list[int | float]:
     """The steps of a cumulative counter that resets, from ``(counted, value)`` rows in time order.
 

@@ -3,7 +3,8 @@
 With ``per``, a second query reads the metric ``per`` the same way and each series becomes
 its ratio to the same-labelled ``per`` series (``per`` series with no value or 0 dropped, a
 missing numerator series is 0), times ``scale``; ``keep`` and ``across`` then see the ratios.
-Each query asks for up to ``PAGE`` series and refuses a truncated answer.
+Each query is asked 1 ms after its instant (``kit.promql_time``: one window on Prometheus 2
+and 3) and refuses a truncated answer.
 
 Example:
     >>> query_text(SeriesMeasure(server="robotics", metric="station_idle_pct", minutes=15,
@@ -18,13 +19,12 @@ import datetime as dt
 import statistics
 from typing import Any
 
-from sopgraph.tools.kit import Window, instant, selector
+from sopgraph.tools.kit import Window, promql_series, promql_time, selector
 from sopgraph.tools.spec.bind import OPS, Bound
 from sopgraph.tools.spec.model import SeriesMeasure
 
 FUNC = {"mean": "avg"}  # the spec's reduce -> PromQL's function prefix
 ACROSS = {"sum": sum, "mean": statistics.fmean, "min": min, "max": max}
-PAGE = 1000  # series per query: a site's stations fit in one page
 
 
 def query_text(m: SeriesMeasure, bound: dict[str, Any]) -> str:
@@ -39,10 +39,7 @@ async def read(
 ) -> tuple[float | None, str]:
     """The measurement's number (None: no series) and the query that read it."""
     query = query_text(m, bound)
-    at = timestamp
-    if m.offset_minutes:
-        shifted = instant(timestamp) - dt.timedelta(minutes=m.offset_minutes)
-        at = shifted.strftime("%Y-%m-%dT%H:%M:%SZ")
+    at = promql_time(timestamp, m.offset_minutes or 0)
     if m.per:
         over = query_text(m.model_copy(update={"metric": m.per, "per": None}), bound)
         tops, bottoms = await asyncio.gather(_series(m, query, at, ctx), _series(m, over, at, ctx))
@@ -63,15 +60,14 @@ async def read(
 
 
 async def _series(m: SeriesMeasure, query: str, at: str, ctx: Any) -> dict[tuple, float]:
-    """Each series' value by its labels (a page of up to 1000 series; more is an error)."""
-    args = {"query": query, "time": at, "page_size": PAGE}
-    res = await ctx.mcp.call(m.server, "execute_query", args)
-    if not isinstance(res, dict):
-        return {}
-    if res.get("truncated"):
-        raise RuntimeError(f"{m.server} returned more than {PAGE} series for {query}")
+    """Each series' value by its labels (one page; a truncated answer is an error).
+
+    The arguments are the ones every Prometheus MCP server takes (``query``, ``time``), no
+    paging: ``prometheus-mcp-server`` refuses an argument it does not know.
+    """
+    res = await ctx.mcp.call(m.server, "execute_query", {"query": query, "time": at})
     return {
         tuple(sorted((s.get("metric") or {}).items())): float(s["value"][1])
-        for s in res["data"]["result"] or []
+        for s in promql_series(res, m.server, query)
         if "value" in s
     }
