@@ -54,6 +54,7 @@ class Sentence:
     page: int | None = None
     header: tuple[str, ...] = ()  # a table row: its table's column names
     cells: tuple[str, ...] = ()
+    indent: int = 0  # a list item's indentation: an item under another stands further in
 
     @property
     def where(self) -> str:
@@ -111,7 +112,8 @@ class _Builder:
         self.sections.append(Section(_clean(title), level, line))
 
     def add(self, text: str, line: int, kind: str = "text", page: int | None = None,
-            header: tuple[str, ...] = (), cells: tuple[str, ...] = ()) -> None:  # fmt: skip
+            header: tuple[str, ...] = (), cells: tuple[str, ...] = (),
+            indent: int = 0) -> None:  # fmt: skip
         if not self.sections:
             self.sections.append(Section("", 0, line))
         parts = [text] if kind == "row" else split_sentences(text)
@@ -127,7 +129,9 @@ class _Builder:
                 )
             sec = self.sections[-1]
             sec.sentences.append(
-                Sentence(self.count, part, self.file, line, sec.title, kind, page, header, cells)
+                Sentence(
+                    self.count, part, self.file, line, sec.title, kind, page, header, cells, indent
+                )
             )
 
     def document(self, pages: int | None = None) -> Document:
@@ -203,7 +207,7 @@ def read_lines(lines: list[str], file: str, page: int | None = None,
             continue
         if m := _ITEM.match(line):
             flush()
-            b.add(m[1], n, "item", page)
+            b.add(m[1], n, "item", page, indent=len(line) - len(line.lstrip()))
             continue
         if para and raw[:1].isspace() and b.sections and b.sections[-1].sentences:
             para.append(line.strip())  # an item's continuation

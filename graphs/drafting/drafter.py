@@ -22,11 +22,13 @@ from sopgraph.graphs.drafting.document import Document, Sentence
 from sopgraph.graphs.drafting.facts import DraftFacts
 from sopgraph.graphs.drafting.outcomes import find_outcomes
 from sopgraph.graphs.drafting.steps import Plan, assemble, clean_answer, outcome_id, to_yaml
+from sopgraph.graphs.drafting.structural import structural_answers
 from sopgraph.graphs.problems import Problem
 
 SOP_FILE = "sop.yaml"
 MAX_SAMPLES = 8
 MAX_REPAIRS = 3
+STRUCTURAL = "structural"
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,14 @@ class DraftResult:
     cost: Cost
     sample_problems: list[int] = field(default_factory=list)  # failed checks of each sample
     repairs: int = 0
+    structural_problems: int = -1  # the candidate made without the model's; -1: left out
+    chosen: str = STRUCTURAL  # which candidate was kept: "sample K" (from 1) or "structural"
+
+    def choice_line(self) -> str:
+        return (
+            f"samples {self.sample_problems}, structural {self.structural_problems}, "
+            f"chosen {self.chosen}"
+        )
 
 
 def _build(
@@ -146,14 +156,19 @@ async def draft(
     repairs: int = 1,
     sop_id: str | None = None,
     sha256: str = "",
+    structural: bool = True,
     on_step: Callable[[str], None] | None = None,
 ) -> DraftResult:
-    """Draft ``doc``: ``samples`` drafts of every section, the one with the fewest failed
-    checks kept, then up to ``repairs`` rounds that send each section its failed checks.
+    """Draft ``doc``: ``samples`` drafts of every section and one made without the model
+    (``structural.py``), the one with the fewest failed checks kept, then up to ``repairs``
+    rounds that send each section its failed checks. On a tie the earliest model sample is
+    kept: the structural candidate wins only when it fails fewer checks. ``samples=0`` drafts
+    the structural candidate alone.
 
+    ``structural=False`` leaves the structural candidate out (the model's drafts alone).
     ``on_step`` is called after every model step with a short description (a progress bar).
     """
-    samples = max(1, min(samples, MAX_SAMPLES))
+    samples = max(0, min(samples, MAX_SAMPLES))
     repairs = max(0, min(repairs, MAX_REPAIRS))
     started = time.monotonic()
     outcomes = find_outcomes(doc)
@@ -176,7 +191,13 @@ async def draft(
         for section in plan.sections:
             answers.update(await step(section, "", k))
         drafts.append(_build(plan, answers, base, sop_id))
-    best = min(drafts, key=lambda d: len(d.problems))  # the first of the fewest on a tie
+    made = (
+        _build(plan, structural_answers(plan), base, sop_id) if structural or not drafts else None
+    )
+    candidates = [*drafts, *([made] if made else [])]  # the model's samples first: they win a tie
+    k = min(range(len(candidates)), key=lambda i: len(candidates[i].problems))
+    best = candidates[k]
+    chosen = STRUCTURAL if k == len(drafts) else f"sample {k + 1}"
     done = 0
     for _ in range(repairs):
         if not best.problems:
@@ -190,12 +211,17 @@ async def draft(
         repaired = _build(plan, answers, base, sop_id)
         if len(repaired.problems) < len(best.problems):
             best = repaired
+            chosen = f"{chosen.split(' repaired')[0]} repaired"
     cost.seconds = time.monotonic() - started
-    facts = base.model_copy(update={"unused": best.unused})
-    return DraftResult(best, facts, plan, cost, [len(d.problems) for d in drafts], done)
+    tally = {f"sample {i + 1}": len(d.problems) for i, d in enumerate(drafts)}
+    if made is not None:
+        tally[STRUCTURAL] = len(made.problems)
+    facts = base.model_copy(update={"unused": best.unused, "chosen": chosen, "candidates": tally})
+    return DraftResult(best, facts, plan, cost, [len(d.problems) for d in drafts], done,
+                       len(made.problems) if made else -1, chosen)  # fmt: skip
 
 
 def total_steps(doc: Document, samples: int, repairs: int) -> int:
     """The most model steps ``draft`` makes (for a progress bar's total)."""
     sections = len(Plan.of(doc, find_outcomes(doc)).sections)
-    return sections * (max(1, min(samples, MAX_SAMPLES)) + max(0, min(repairs, MAX_REPAIRS)))
+    return sections * (max(0, min(samples, MAX_SAMPLES)) + max(0, min(repairs, MAX_REPAIRS)))

@@ -39,6 +39,10 @@ class DraftFacts(BaseModel):
     catalog: list[str] | None = None
     # sentences no node encodes, listed so that coverage holds; a reviewer edits this list
     unused: list[int] = Field(default_factory=list)
+    # the candidate kept ("sample K", "structural", "... repaired") and each candidate's
+    # failed checks; empty in a draft.json written before there were candidates
+    chosen: str = ""
+    candidates: dict[str, int] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, doc: Document, outcomes: list[Outcome], catalog: list[str] | None,

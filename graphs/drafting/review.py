@@ -32,8 +32,9 @@ def review_page(result: DraftResult, model: str, document: str) -> str:
     out = [
         f"# Review: draft of {document}",
         "",
-        f"Drafted {today} by `sopgraph draft` with model `{model}`; samples' failed checks "
-        f"{result.sample_problems}, {result.repairs} repair round(s); cost: {result.cost.line()}.",
+        f"Drafted {today} by `sopgraph draft` with model `{model}`; failed checks of the "
+        f"candidates: {result.choice_line()} (the structural one is made without the model); "
+        f"{result.repairs} repair round(s); cost: {result.cost.line()}.",
         "",
         "## Checks",
         "",

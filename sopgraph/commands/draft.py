@@ -93,8 +93,10 @@ def cmd_draft(args: argparse.Namespace) -> int:
     from sopgraph.nodes.models import dspy_lm
     from sopgraph.prompts.drafting import dspy_propose
 
-    lm = dspy_lm(role="default")
-    model = _model_name()
+    if args.samples > 0 or args.repairs > 0:
+        lm, model = dspy_lm(role="default"), _model_name()
+    else:  # the structural candidate alone: no model is started
+        lm, model = None, "none (structural only)"
     started = time.monotonic()
     with progress_bar(sys.stderr.isatty()) as bar:
         task = bar.add_task(
@@ -106,6 +108,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
 
         result = asyncio.run(draft(doc, dspy_propose(lm), catalog=catalog, samples=args.samples,
                                    repairs=args.repairs, sop_id=args.id, sha256=sha,
+                                   structural=not args.no_structural,
                                    on_step=on_step))  # fmt: skip
     result.cost.seconds = time.monotonic() - started
     files = {
@@ -118,7 +121,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
     _write_folder(out, files, args.force)
     problems = result.draft.problems
     print(f"wrote {out}/ ({', '.join(files)}): {len(problems)} failed check"
-          f"{'' if len(problems) == 1 else 's'}, samples {result.sample_problems}, "
+          f"{'' if len(problems) == 1 else 's'}, {result.choice_line()}, "
           f"{result.repairs} repair round{'' if result.repairs == 1 else 's'}")  # fmt: skip
     print(f"cost: {result.cost.line()} ({model})")
     for p in problems[:20]:
@@ -147,13 +150,19 @@ def register(sub: Any) -> None:
         "--samples",
         type=int,
         default=3,
-        help=f"drafts to sample and choose from by the checks (1-{MAX_SAMPLES}, default 3)",
+        help=f"model drafts to sample; the checks choose among them and the structural draft "
+        f"made without the model (0-{MAX_SAMPLES}, default 3; 0 and --repairs 0: no model)",
     )
     d.add_argument(
         "--repairs",
         type=int,
         default=1,
         help=f"rounds that send failed checks back to the model (0-{MAX_REPAIRS}, default 1)",
+    )
+    d.add_argument(
+        "--no-structural",
+        action="store_true",
+        help="leave out the draft made without the model (measure the model's drafts alone)",
     )
     d.add_argument("--id", help="the SOP's id (default: from the document's title)")
     d.add_argument("--force", action="store_true", help="replace an existing draft folder")

@@ -94,7 +94,9 @@ async def test_failed_checks_go_back_to_the_model_and_the_repair_is_kept():
             return StepReply(_answer(request, RIGHT))
         return StepReply(_answer(request, WRONG))
 
-    result = await draft(read_text(DOC, "refund.md"), propose, samples=1, repairs=2)
+    # the structural candidate left out: it passes every check here and no repair would run
+    result = await draft(read_text(DOC, "refund.md"), propose, samples=1, repairs=2,
+                         structural=False)  # fmt: skip
     assert len(feedback) == 1 and "outcome 'Approved'" in feedback[0]
     assert "outcome 'Rejected'" in feedback[0]
     assert result.repairs == 1 and result.draft.problems == []
@@ -104,7 +106,8 @@ async def test_repairs_are_bounded_and_a_failed_step_is_counted():
     async def propose(request: StepRequest) -> StepReply:
         return StepReply(None, error="timeout")
 
-    result = await draft(read_text(DOC, "refund.md"), propose, samples=2, repairs=2)
+    result = await draft(read_text(DOC, "refund.md"), propose, samples=2, repairs=2,
+                         structural=False)  # fmt: skip
     assert result.cost.calls == 2 + 2 and result.cost.failed_calls == 4
     assert result.draft.problems  # every sentence context: the outcomes are unreachable
 
@@ -170,7 +173,7 @@ def test_draft_writes_the_folder_and_publish_versions_it(tmp_path, monkeypatch, 
 
 def test_publish_refuses_a_draft_whose_checks_fail(tmp_path, monkeypatch, capsys):
     steps = {k: {**v, "outcome": "none"} for k, v in GOOD_STEPS.items()}
-    out = _drafted(tmp_path, monkeypatch, steps, "--repairs", "0")
+    out = _drafted(tmp_path, monkeypatch, steps, "--repairs", "0", "--no-structural")
     capsys.readouterr()
     assert main(["publish", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -1,0 +1,170 @@
+"""The structural candidate (made without the model) on three documents of different shape, and
+the chooser that keeps the candidate with the fewest failed checks among it and the model's."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from sopgraph.cli import main
+from sopgraph.graphs.drafting.agreement import agreement
+from sopgraph.graphs.drafting.checks import check_draft
+from sopgraph.graphs.drafting.document import read_document
+from sopgraph.graphs.drafting.drafter import StepReply, StepRequest, draft
+from sopgraph.graphs.drafting.facts import DraftFacts
+from sopgraph.graphs.drafting.outcomes import find_outcomes
+from sopgraph.graphs.drafting.steps import Plan, assemble, to_yaml
+from sopgraph.graphs.drafting.structural import stem, structural_answers
+from sopgraph.graphs.loader import load_sop, load_sop_text
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE = ROOT / "examples" / "service_interruption"
+DRAFTS = ROOT / "tests" / "data" / "drafts"
+
+
+def _structural(path: Path):
+    doc = read_document(path)
+    outcomes = find_outcomes(doc)
+    plan = Plan.of(doc, outcomes)
+    sop, unused = assemble(plan, structural_answers(plan))
+    text = to_yaml(sop)
+    facts = DraftFacts.of(doc, outcomes, None).model_copy(update={"unused": unused})
+    return text, check_draft(text, "sop.yaml", facts)
+
+
+def _edges(text: str) -> set[tuple[str, str, str]]:
+    """(parent's sentence, branch, child's sentence or outcome) of every edge."""
+    sop = load_sop_text(text, "sop.yaml", check=False)
+
+    def short(node_id: str) -> str:
+        return m[1] if (m := re.match(r"(s\d+)_", node_id)) else node_id
+
+    return {
+        (short(n.id), label, short(c)) for n in sop.nodes.values() for label, c in n.next.edges()
+    }
+
+
+def test_stems_meet_across_word_forms():
+    assert stem("authentication") == stem("authenticate")
+    assert stem("resolved") == stem("resolve") != stem("resolution")
+    assert stem("inactive") != stem("active")
+
+
+def test_numbered_conditions_attach_to_the_step_they_branch_on():
+    text, problems = _structural(SERVICE / "sop.md")
+    assert problems == []
+    t, f = "true", "false"  # an action's next step is under "true" (it ends done)
+    edges = _edges(text)
+    assert {("s4", f, "s5"), ("s4", t, "s6"),  # authentication fails / is successful
+            ("s6", t, "s7"), ("s6", f, "s8"),  # inactive for unpaid bills / active
+            ("s8", t, "s9"), ("s9", t, "s10"),  # an outage; after informing of it
+            ("s8", f, "s11"), ("s11", t, "s12"), ("s11", f, "s16"),  # operational / detected
+            ("s12", t, "s13"), ("s13", t, "s14"), ("s13", f, "s15")} <= edges  # fmt: skip
+    assert ("s5", t, "answer_credentials_advised") in edges
+    assert ("s10", t, "answer_outage_reported") in edges
+    figures = agreement(
+        load_sop_text(text, "sop.yaml", check=False), load_sop(SERVICE / "sop.yaml")
+    )
+    assert (figures["matched_nodes"], figures["matched_edges"]) == (13, 12)
+
+
+def test_nested_items_and_otherwise_in_a_list_with_a_table_of_outcomes():
+    text, problems = _structural(DRAFTS / "expense_claim.md")
+    assert problems == []
+    assert _edges(text) == {
+        ("s2", "false", "s3"), ("s2", "true", "s4"),  # receipt missing / all attached
+        ("s4", "true", "s5"),  # "continue with the amount check": the next step
+        ("s5", "true", "s6"), ("s5", "false", "s7"),  # at most the limit / otherwise
+        ("s7", "true", "s8"),  # "After forwarding the claim": the step that forwards it
+        ("s3", "true", "answer_returned"), ("s6", "true", "answer_approved"),
+        ("s8", "true", "answer_forwarded"),
+    }  # fmt: skip
+    assert "s1_" not in text  # the lead-in before the list is background, listed unused
+
+
+def test_paragraph_prose_with_unless_and_an_enumerated_outcome():
+    text, problems = _structural(DRAFTS / "sample_intake.md")
+    edges = _edges(text)
+    assert {
+        ("s2", "true", "s3"),
+        ("s2", "false", "s4"),  # seal broken / intact
+        ("s4", "false", "s5"),
+        ("s4", "true", "s6"),  # barcode cannot be read / is read
+        ("s6", "false", "s7"),
+        ("s6", "true", "s8"),
+    } <= edges  # unless / if it lists a test
+    assert ("s3", "true", "answer_rejected") in edges
+    assert ("s7", "true", "answer_returned") in edges
+    # "store the sample" shares no word with "accepted": the one outcome it cannot place
+    assert [p.message.split(" (")[0] for p in problems if not p.node] == ["outcome 'accepted'"]
+
+
+def _replying(table: dict[int, dict[str, str]]):
+    """A model step answering every sentence from ``table`` (sentence number -> fields)."""
+
+    async def propose(request: StepRequest) -> StepReply:
+        keys = re.findall(r"^s(\d+):", request.sentences, re.M)
+        return StepReply({"steps": {f"s{k}": table[int(k)] for k in keys}}, 10, 5)
+
+    return propose
+
+
+def _intake_answers():
+    """sample_intake.md, its structural answers (2 failed checks), those with the missing
+    outcome given (none failed) and every sentence context (more failed)."""
+    doc = read_document(DRAFTS / "sample_intake.md")
+    built = structural_answers(Plan.of(doc, find_outcomes(doc)))
+    right = {n: dict(a) for n, a in built.items()}
+    right[8]["outcome"] = "answer_accepted"
+    wrong = {n: {**a, "role": "context"} for n, a in built.items()}
+    return doc, built, right, wrong
+
+
+async def test_the_chooser_keeps_the_fewest_failed_checks_and_a_tie_goes_to_the_model():
+    doc, built, right, wrong = _intake_answers()
+
+    result = await draft(doc, _replying(right), samples=1, repairs=0)
+    assert (result.chosen, result.sample_problems, result.structural_problems) == (
+        "sample 1", [0], 2)  # fmt: skip
+    result = await draft(doc, _replying(wrong), samples=1, repairs=0)
+    assert result.chosen == "structural" and len(result.draft.problems) == 2
+    assert result.facts.chosen == "structural"
+    assert result.facts.candidates == {"sample 1": result.sample_problems[0], "structural": 2}
+    result = await draft(doc, _replying(built), samples=2, repairs=0)  # the same answers: a tie
+    assert result.sample_problems == [2, 2] and result.chosen == "sample 1"
+    result = await draft(doc, _replying(wrong), samples=1, repairs=0, structural=False)
+    assert result.chosen == "sample 1" and result.structural_problems == -1
+
+
+async def test_a_repair_of_the_structural_candidate_is_named_so():
+    doc, _, right, wrong = _intake_answers()
+
+    async def propose(request: StepRequest) -> StepReply:
+        return await _replying(right if request.feedback != "none" else wrong)(request)
+
+    result = await draft(doc, propose, samples=1, repairs=1)
+    assert result.chosen == "structural repaired" and result.draft.problems == []
+
+
+def test_samples_zero_drafts_the_structural_candidate_without_a_model(
+    tmp_path, monkeypatch, capsys
+):
+    import sopgraph.nodes.models as models
+
+    def no_model(**_):
+        raise AssertionError("no model is started for --samples 0 --repairs 0")
+
+    monkeypatch.setattr(models, "dspy_lm", no_model)
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
+    out = tmp_path / "draft"
+    argv = ["draft", str(DRAFTS / "expense_claim.md"), "-o", str(out), "--samples", "0",
+            "--repairs", "0"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "0 failed checks, samples [], structural 0, chosen structural" in printed
+    assert "cost: 0 model calls" in printed
+    facts = json.loads((out / "draft.json").read_text())
+    assert facts["chosen"] == "structural" and facts["candidates"] == {"structural": 0}
+    assert "chosen structural" in (out / "review.md").read_text()
+    assert main(["publish", str(out)]) == 0
