@@ -145,7 +145,20 @@ def render(summary: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sopgraph.triage_world import TRIAGE_SOP, first_scenarios, world
+    # the evals layer may not reach the shell's sopgraph.triage_world: the same three, here
+    from sopgraph.evals.fc_triage.build import build_world
+    from sopgraph.evals.fc_triage.dataset import load_scenarios
+    from sopgraph.examples import EXAMPLES
+    from sopgraph.graphs.home import home_dir
+
+    TRIAGE_SOP = EXAMPLES / "fc_alarm_triage"
+
+    def world() -> Any:
+        return build_world(home_dir(), progress=sys.stderr.isatty())
+
+    def first_scenarios(paths: Any, split: str, n: int | None) -> list:
+        found = load_scenarios(paths.scenarios, split=None if split == "all" else split)
+        return found[:n] if n else found
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("train", "eval"), default="eval")
