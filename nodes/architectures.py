@@ -5,6 +5,10 @@
 - ``subagent``: an LLM sub-agent calls the node's tool (``run_<node>``) and reports the verdict;
   CodeAct is the fallback.
 - ``codeact``: no tools; the CodeAct sub-agent writes MCP code for every node.
+- ``check``: ``direct`` with the Check fallback before CodeAct: a node without a working tool
+  is decided by Checks sampled under its grammar (``tools/toolmaker/check_fallback.py``, built
+  by the runtime: the executors may not import the tool-maker), CodeAct only where no Check
+  fits.
 
 Example:
     >>> models = load_models(Settings(model="local"))
@@ -37,8 +41,8 @@ NO_LLM_EXTRA = (
     "(pip install 'sopgraph[llm]') and SOPGRAPH_MODEL"
 )
 
-Architecture = Literal["direct", "subagent", "codeact"]
-ARCHITECTURES: tuple[Architecture, ...] = ("direct", "subagent", "codeact")
+Architecture = Literal["direct", "subagent", "codeact", "check"]
+ARCHITECTURES: tuple[Architecture, ...] = ("direct", "subagent", "codeact", "check")
 
 
 class ArchitectureError(SettingsError):
@@ -79,8 +83,10 @@ def executors_for(
     extractor: VerdictExtractor | None = None,
     limits: SandboxLimits | None = None,
     max_turns: int | None = None,
+    check: Executor | None = None,
 ) -> list[Executor]:
-    """The executor chain of ``arch``, in the order the chain tries them.
+    """The executor chain of ``arch``, in the order the chain tries them; ``check`` is the
+    Check fallback ``arch="check"`` puts before CodeAct.
 
     Raises:
         ArchitectureError: ``arch`` is unknown, or needs a model and ``model`` is None.
@@ -95,6 +101,8 @@ def executors_for(
         )
     if arch != "codeact" and registry is None:
         raise ValueError(f"architecture {arch!r} needs the SOP's tool registry")
+    if arch == "check" and check is None:
+        raise ValueError("architecture 'check' needs the Check fallback (the runtime builds it)")
     if model is None and lm is None and find_spec("dspy") is None:
         # the core install: only compiled tools decide; the model steps say what is missing
         return [ToolExecutor(registry, log), NeedsLlmExtra()]
@@ -119,6 +127,8 @@ def executors_for(
     if arch == "direct":
         # without a model the CodeAct step says so, which is the reason a missing tool stays open
         return [ToolExecutor(registry, log), judge, codeact]
+    if arch == "check":
+        return [ToolExecutor(registry, log), judge, check, codeact]  # type: ignore[list-item]
     if arch == "subagent":
         return [SubAgentToolExecutor(model, registry, log, extractor), judge, codeact]
     return [codeact]

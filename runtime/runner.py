@@ -125,7 +125,12 @@ class Session:
         else:  # ``arch``: direct | subagent | codeact (nodes/architectures.py)
 
             def chain(registry: Registry, log: InvocationLog) -> list[Any]:
-                return executors_for(arch, model, registry, log, lm=lm)
+                check = None
+                if arch == "check" and model is not None:  # no model: executors_for says so
+                    from sopgraph.tools.toolmaker.check_fallback import CheckFallback
+
+                    check = CheckFallback(self.sop, registry, lm, str(getattr(lm, "model", "")))
+                return executors_for(arch, model, registry, log, lm=lm, check=check)
 
         self.arch = arch
         self.services = Services.for_sop(

@@ -102,8 +102,12 @@ class ToolEntry:
 
 
 def _check_author(author: str) -> None:
-    if author != "human" and not (author.startswith("tool-maker:") and len(author) > 11):
-        raise RegistryError(f"author '{author}' is not valid; use 'human' or 'tool-maker:<model>'")
+    # a model-written version (the tool-maker's, the run-time Check fallback's) names its model
+    if author != "human" and not (model_written(author) and not author.endswith(":")):
+        raise RegistryError(
+            f"author '{author}' is not valid; use 'human', 'tool-maker:<model>' or "
+            "'fallback:<model>'"
+        )
 
 
 class Registry:

@@ -33,9 +33,14 @@ class LoadedTool:
     sandboxed: bool = False  # a model-written version: ``fn`` runs the file in the sandbox
 
 
+# The author forms of a model-written version: the tool-maker's, and the run-time Check
+# fallback's (``tools/toolmaker/check_fallback.py``), whose candidates load as data too.
+MODEL_AUTHORS = ("tool-maker:", "fallback:")
+
+
 def model_written(author: str) -> bool:
-    """Whether the manifest says a model wrote the version (the tool-maker's author form)."""
-    return author.startswith("tool-maker:")
+    """Whether the manifest says a model wrote the version (an author in ``MODEL_AUTHORS``)."""
+    return author.startswith(MODEL_AUTHORS)
 
 
 def verified_source(path: Path, expected: str) -> bytes:

@@ -127,10 +127,11 @@ def register(sub: Any) -> None:
     r.add_argument("--json", action="store_true", help="print the run result as JSON")
     r.add_argument(
         "--arch",
-        choices=["direct", "subagent", "codeact"],
+        choices=["direct", "subagent", "codeact", "check"],
         default="direct",
         help="direct: call compiled tools (default); subagent: an LLM calls them; "
-        "codeact: an LLM writes MCP code for every node",
+        "codeact: an LLM writes MCP code for every node; check: a node without a working "
+        "tool is decided by Checks the LLM fills under its grammar",
     )
     add_trace(r, "the run")
     r.set_defaults(fn=cmd_run)
@@ -157,7 +158,7 @@ def register(sub: Any) -> None:
     rs.add_argument("--checkpoint", help="the checkpoint store the run used (as on `run`)")
     rs.add_argument(
         "--arch",
-        choices=["direct", "subagent", "codeact"],
+        choices=["direct", "subagent", "codeact", "check"],
         default="direct",
         help="executors for the rest of the run (as on `run`)",
     )

@@ -103,7 +103,15 @@ def inputs(deps: SpecDeps, config: str, feedback: str) -> dict[str, str]:
     }
 
 
-async def _sample(
+def sample_config(i: int, rollout: int) -> dict[str, Any]:
+    """The LM config of sample ``i``: the first greedy, the rest at temperature, each with its
+    own rollout (``rollout`` tells one round's or run's samples from another's)."""
+    if i == 0:
+        return {"temperature": 0.0}
+    return {"temperature": TEMPERATURE, "rollout_id": rollout, "seed": rollout}
+
+
+async def sample_spec(
     module: CheckMakerModule,
     lm: Any,
     fmt: dict[str, Any],
@@ -192,11 +200,8 @@ async def make_spec_tool(
         for i in range(samples):
             on_stage("sample", f"round {n}: candidate {i + 1}/{samples}")
             t0 = time.perf_counter()
-            cfg = {"temperature": 0.0} if i == 0 else {
-                "temperature": TEMPERATURE, "rollout_id": seed * 1000 + n * 100 + i,
-                "seed": seed * 1000 + n * 100 + i,
-            }  # fmt: skip
-            spec, problem, usage = await _sample(module, deps.lm, fmt, cfg, texts)
+            cfg = sample_config(i, seed * 1000 + n * 100 + i)
+            spec, problem, usage = await sample_spec(module, deps.lm, fmt, cfg, texts)
             sample = Sample(index=i, spec=spec, problem=problem, input_tokens=usage.input_tokens,
                             output_tokens=usage.output_tokens)  # fmt: skip
             rnd.input_tokens += usage.input_tokens

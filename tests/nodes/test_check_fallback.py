@@ -1,0 +1,116 @@
+"""The Check fallback on a scripted model, against the triage SOP's real MCP servers.
+
+Sampled Checks run on the run's input; the verdict most of them give wins and the Check that
+gave it is registered as an inactive candidate; a tie or no Check that runs leaves the node
+unresolved; a node whose tool works never reaches the model.
+"""
+
+from __future__ import annotations
+
+import pytest
+from dspy.utils import DummyLM
+from fake_chat import ScriptedChatModel
+from fc_world import fc_home, fc_world, make_session  # noqa: F401
+
+from sopgraph.evals.toolmaker_eval import node_cases
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.executors import ExecutorChain, ToolContext
+from sopgraph.nodes.architectures import ArchitectureError, executors_for
+from sopgraph.tools.registry import Registry
+from sopgraph.tools.toolmaker.check_fallback import CheckFallback, NoModel
+from sopgraph.tools.toolmaker.demos import canonical
+from sopgraph.tools.toolmaker.sampling import tool_file
+
+shared_loop = pytest.mark.asyncio(loop_scope="module")
+NODE = "obs_upstream_flow_low"
+# the library's own verified Check of the node, in the grammar's form (measurements a, b)
+RIGHT = canonical(Registry(EXAMPLES / "fc_alarm_triage" / "tools").resolve(NODE).fn.spec.to_dict())
+WRONG = {**RIGHT, "op": ">="}  # its complement: the opposite verdict on every input
+
+
+@pytest.fixture
+def session(make_session):  # noqa: F811 - the fixture imported above
+    return make_session
+
+
+def setup(session, tmp_path, answers: list[dict], samples: int = 3):
+    """A fallback over an empty library, the node, and the context of a case labelled true."""
+    registry = Registry(tmp_path / "tools", sop_id=session.sop.id)
+    lm = DummyLM(answers)
+    fallback = CheckFallback(session.sop, registry, lm, "fake", samples=samples, program=None)
+    case = next(c for c in node_cases(session.cases, NODE, "train") if c.expected == "true")
+    inp = case.run_input
+    node = session.node(NODE)
+    ctx = ToolContext(
+        node_id=NODE, text=node.text, params=session.params.for_input(inp), parents={},
+        input=inp, run_id="r1", mcp=session.pool, node=node,
+    )  # fmt: skip
+    return fallback, registry, lm, node, ctx
+
+
+@shared_loop
+async def test_the_majority_verdict_wins_and_its_check_is_a_candidate_version(session, tmp_path):
+    answers = [{"spec": RIGHT}, {"spec": WRONG}, {"spec": RIGHT}]
+    fallback, registry, _, node, ctx = setup(session, tmp_path, answers)
+    outcome = await fallback.decide(node, ctx)
+    assert outcome.verdict is not None and outcome.verdict.value == "true"
+    trail = outcome.detail["check"]
+    assert trail["votes"] == {"true": 2, "false": 1}
+    assert [s.get("same_as") for s in trail["samples"]] == [None, None, 0]
+    reg = trail["registered"]
+    assert reg == {"tool": NODE, "version": 1, "author": "fallback:fake", "new": True}
+    entry = registry.entry(NODE)
+    assert entry.active is None  # a candidate: shadow compares it, a person promotes it
+    (version,) = entry.versions
+    assert version.author == "fallback:fake"
+    assert registry.path_of(NODE, 1).read_text() == tool_file(NODE, node.text, RIGHT)
+    # the same Check again is the same candidate, not a second version
+    again, *_ = setup(session, tmp_path, answers)
+    outcome = await again.decide(node, ctx)
+    assert outcome.detail["check"]["registered"]["new"] is False
+    assert len(registry.entry(NODE).versions) == 1
+
+
+@shared_loop
+async def test_disagreement_leaves_the_node_unresolved_with_the_votes(session, tmp_path):
+    fallback, registry, _, node, ctx = setup(
+        session, tmp_path, [{"spec": RIGHT}, {"spec": WRONG}], samples=2
+    )
+    outcome = await fallback.decide(node, ctx)
+    assert outcome.verdict is None
+    assert outcome.error == "the sampled Checks disagree: 1 false, 1 true; no verdict taken"
+    assert outcome.detail["check"]["votes"] == {"true": 1, "false": 1}
+    assert registry.list() == []  # nothing worked: nothing is registered
+
+
+@shared_loop
+async def test_no_usable_check_leaves_the_node_unresolved(session, tmp_path):
+    bad = {**RIGHT, "value": "a / b"}  # names a measurement the Check does not have
+    answers = [{"spec": "not json at all"}, {"spec": bad}, {"spec": "{"}]
+    fallback, registry, _, node, ctx = setup(session, tmp_path, answers)
+    outcome = await fallback.decide(node, ctx)
+    assert outcome.verdict is None
+    assert outcome.error.startswith("none of 3 sampled Checks ran, e.g. no spec: ")
+    assert all(s.get("problem") for s in outcome.detail["check"]["samples"])
+    assert registry.list() == []
+
+
+@shared_loop
+async def test_a_node_with_a_working_tool_never_calls_the_model(session, tmp_path):
+    fallback, registry, lm, node, ctx = setup(session, tmp_path, [])
+    registry.add_version(NODE, tool_file(NODE, node.text, RIGHT), "human", activate=True)
+    chain = executors_for(
+        "check", ScriptedChatModel(responses=[]), registry, lm=lm, check=fallback
+    )  # fmt: skip
+    assert [e.name for e in chain] == ["tool", "judge", "check", "codeact"]
+    outcome = await ExecutorChain(chain).decide(node, ctx)
+    assert outcome.executor == "tool" and outcome.verdict.value == "true"
+    assert lm.history == []
+
+
+def test_the_check_architecture_needs_a_model(tmp_path):
+    registry = Registry(tmp_path / "tools", sop_id="x")
+    with pytest.raises(ArchitectureError, match="needs a model: set SOPGRAPH_MODEL"):
+        executors_for("check", None, registry)
+    with pytest.raises(NoModel, match="needs a model"):
+        CheckFallback(None, registry, None)  # type: ignore[arg-type]

@@ -1,0 +1,262 @@
+"""The fallback that fills a Check at run time: the tool-maker's grammar, sampled on the run's
+input, decided by the verdict most candidates agree on, kept as a candidate tool version.
+
+When a decision node has no tool (or its tool failed), the node's grammar is built as the
+tool-maker builds it (``grammar.spec_model``: the catalog the SOP's MCP servers list, the SOP's
+parameters, the input's fields, the node's ``data:`` hints), a few Checks are sampled on the
+configured model (``sampling.sample_spec``: the same constrained call as the tool-maker's), and
+each distinct one runs on the run's input through the spec runner, over the run's MCP pool.
+Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
+Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
+winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
+``sopgraph shadow`` compares and a person promotes.
+
+It lives in the tool-maker's package, not ``nodes/``: the executors may not import the
+tool-maker (pyproject's import contracts); the runtime builds it and hands it to the chain.
+
+Example:
+    >>> fallback = CheckFallback(sop, registry, lm, model="local")   # doctest: +SKIP
+    >>> outcome = await fallback.decide(node, ctx)                  # doctest: +SKIP
+    >>> outcome.verdict.value, outcome.detail["registered"]        # doctest: +SKIP
+    ('true', {'tool': 'obs_flow_low', 'version': 3, 'author': 'fallback:local'})
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from sopgraph.graphs.executors import Outcome, Refused, ToolContext, Unavailable
+from sopgraph.graphs.model import Node, Sop, Verdict
+from sopgraph.prompts.toolmaker import CheckMakerModule
+from sopgraph.tools.registry import Registry, RegistryError
+from sopgraph.tools.spec import Check, SpecError, trace
+from sopgraph.tools.toolmaker.catalog import Catalog
+from sopgraph.tools.toolmaker.context import brief_for
+from sopgraph.tools.toolmaker.data_catalog import DataCatalog
+from sopgraph.tools.toolmaker.demos import library_specs, nearest
+from sopgraph.tools.toolmaker.execution import CachedMcp
+from sopgraph.tools.toolmaker.grammar import response_format, spec_model
+from sopgraph.tools.toolmaker.sampling import (
+    SpecDeps,
+    inputs,
+    params_of,
+    sample_config,
+    sample_spec,
+    tool_file,
+)
+
+SAMPLES = 5  # odd: two verdicts cannot tie when every sample runs
+DEMOS = 3  # the library's nearest verified specs shown, as the tool-maker shows them
+CONFIG = "sop+d"  # the prompt's data: the catalog's names with units and types
+
+
+class NoModel(Exception):
+    """The Check fallback was asked for without a DSPy LM (a user's configuration)."""
+
+
+@dataclass
+class Candidate:
+    """One sample: its Check (None: the reply was unusable), and what the Check gave."""
+
+    index: int
+    spec: dict[str, Any] | None
+    problem: str | None = None
+    verdict: str | None = None
+    observed: Any = None
+    same_as: int | None = None  # the earlier sample that gave the same Check
+
+    def row(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class Tally:
+    """The samples' votes and the verdict they reach (None: a tie or no vote)."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+
+    def votes(self) -> dict[str, int]:
+        return dict(Counter(c.verdict for c in self.candidates if c.verdict is not None))
+
+    def winner(self) -> tuple[str | None, str | None]:
+        """(verdict, None), or (None, why there is none)."""
+        votes = self.votes()
+        if not votes:
+            problems = [c.problem for c in self.candidates if c.problem]
+            first = f", e.g. {problems[0]}" if problems else ""
+            return None, f"none of {len(self.candidates)} sampled Checks ran{first}"
+        top = max(votes.values())
+        tied = sorted(v for v, n in votes.items() if n == top)
+        if len(tied) > 1:
+            return None, f"the sampled Checks disagree: {_said(votes)}; no verdict taken"
+        return tied[0], None
+
+    def kept(self, verdict: str) -> Candidate:
+        """The Check that gave ``verdict`` in the most samples (ties: the earliest)."""
+        weight = Counter(c.same_as if c.same_as is not None else c.index for c in self.candidates)
+        firsts = [c for c in self.candidates if c.same_as is None and c.verdict == verdict]
+        return max(firsts, key=lambda c: (weight[c.index], -c.index))
+
+
+def _said(votes: dict[str, int]) -> str:
+    return ", ".join(f"{n} {v}" for v, n in sorted(votes.items()))
+
+
+class CheckFallback:
+    """Decides a decision node by sampling Checks under its grammar and taking the majority.
+
+    Args:
+        sop: the SOP (the node's place in it goes into the prompt, as the tool-maker's brief).
+        registry: the SOP's tool library, where a winning Check becomes a candidate version.
+        lm: the DSPy LM (``nodes.architectures.load_models(...).lm``).
+        model: the model's label in the candidate's author (``fallback:<model>``).
+    """
+
+    name = "check"
+
+    def __init__(
+        self,
+        sop: Sop,
+        registry: Registry,
+        lm: Any,
+        model: str = "model",
+        *,
+        samples: int = SAMPLES,
+        program: str | Path | None = "default",
+    ):
+        if lm is None:
+            raise NoModel("the Check fallback needs a model: set SOPGRAPH_MODEL (e.g. `local`)")
+        self.sop, self.registry, self.lm = sop, registry, lm
+        self.model = model.strip() or "model"
+        self.samples = samples
+        self.module = CheckMakerModule(program=program)
+        self._catalogs: dict[int, tuple[Catalog, DataCatalog]] = {}
+        self._runs = 0
+
+    def serves(self, node: Node) -> bool:
+        return not node.is_action  # a Check decides; an action does
+
+    async def decide(self, node: Node, ctx: ToolContext) -> Outcome:
+        if ctx.mcp is None:
+            raise Unavailable("no MCP servers: a Check has nothing to read")
+        catalog, full = await self._catalog(ctx.mcp)
+        brief = brief_for(self.sop, node, ctx.params, catalog)
+        data = DataCatalog(
+            metrics={s: m for s, m in full.metrics.items() if s in brief.server_names},
+            units=full.units,
+            tables={s: t for s, t in full.tables.items() if s in brief.server_names},
+            types=full.types,
+            labels=full.labels,
+        )
+        fields = [f for f in (list(self.sop.input) or list(ctx.input)) if f != "type"]
+        try:
+            reply = spec_model(data, params_of(brief, node.text), fields, list(node.data))
+        except ValueError as exc:  # no Check fits: the next executor (free code) may
+            raise Unavailable(f"no Check fits this node: {exc}") from None
+        demos = nearest(
+            library_specs(self.sop, self.registry), node.text, list(node.data), DEMOS, node.id
+        )
+        deps = SpecDeps(
+            sop=self.sop, node=node, brief=brief, data=data, runner=None,  # type: ignore[arg-type]
+            demos=demos, input_fields=fields, lm=self.lm, model=self.model,
+        )  # fmt: skip
+        tally = await self._sample(deps, reply, ctx)
+        detail: dict[str, Any] = {
+            "samples": [c.row() for c in tally.candidates],
+            "votes": tally.votes(),
+        }
+        verdict, why = tally.winner()
+        if verdict is None:
+            return Outcome(None, self.name, error=why, detail={"check": detail})
+        kept = tally.kept(verdict)
+        detail["kept"] = kept.index
+        detail["registered"] = self._register(node, kept.spec or {}, tally)
+        n = tally.votes()[verdict]
+        return Outcome(
+            Verdict(
+                value=verdict,  # type: ignore[arg-type]
+                observed=kept.observed,
+                explanation=f"{n} of {len(tally.candidates)} sampled Checks: {verdict}",
+            ),
+            self.name,
+            detail={"check": detail},
+        )
+
+    async def _catalog(self, pool: Any) -> tuple[Catalog, DataCatalog]:
+        """The pool's catalog, read once per pool (its servers do not change during a session)."""
+        if id(pool) not in self._catalogs:
+            catalog = await Catalog.read(pool)
+            data = await DataCatalog.read(catalog, list(catalog.servers))
+            self._catalogs[id(pool)] = (catalog, data)
+        return self._catalogs[id(pool)]
+
+    async def _sample(self, deps: SpecDeps, reply: Any, ctx: ToolContext) -> Tally:
+        fmt = response_format(reply)
+        texts = inputs(deps, CONFIG, "none")
+        # every distinct MCP call once: candidates often read the same data
+        run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
+        tally, seen = Tally(), {}
+        self._runs += 1
+        for i in range(self.samples):
+            cfg = sample_config(i, self._runs * 1000 + i)
+            spec, problem, _ = await sample_spec(self.module, self.lm, fmt, cfg, texts)
+            cand = Candidate(i, spec, problem)
+            tally.candidates.append(cand)
+            if spec is None:
+                continue
+            key = json.dumps(spec, sort_keys=True)
+            if key in seen:
+                first = tally.candidates[seen[key]]
+                cand.same_as, cand.verdict, cand.problem = first.index, first.verdict, first.problem
+                cand.observed = first.observed
+                continue
+            seen[key] = i
+            await _run(cand, spec, ctx.input, run_ctx)
+        return tally
+
+    def _register(self, node: Node, spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
+        """The kept Check as a new, inactive version (an identical one already there is kept)."""
+        code = tool_file(node.id, node.text, spec)
+        author = f"fallback:{self.model}"
+        sha = hashlib.sha256(code.encode("utf-8")).hexdigest()
+        name = node.tool_name
+        try:
+            same = [v for v in self.registry.entry(name).versions if v.sha256 == sha]
+        except RegistryError:  # no version of the node yet (ToolMissing)
+            same = []
+        if same:
+            return {
+                "tool": name,
+                "version": same[0].version,
+                "author": same[0].author,
+                "new": False,
+            }
+        record = {"node": node.id, "author": author, "samples": [c.row() for c in tally.candidates]}
+        version = self.registry.add_version(
+            name, code, author=author, activate=False, record_json=json.dumps(record, indent=1)
+        )
+        return {"tool": name, "version": version, "author": author, "new": True}
+
+
+async def _run(cand: Candidate, spec: dict[str, Any], inp: dict[str, Any], ctx: Any) -> None:
+    """Run one Check on the input; its verdict, or why it gives none, onto ``cand``."""
+    try:
+        check = Check.from_dict(spec)
+        check.validate()
+    except SpecError as exc:
+        cand.problem = f"spec rejected: {exc}"
+        return
+    try:
+        verdict, _ = await trace(check, inp, ctx)
+    except Refused:
+        raise  # the run's identity may not read this data: final for the node
+    except Exception as exc:  # noqa: BLE001 - a Check that raises gives no vote
+        cand.problem = f"{type(exc).__name__}: {exc}"[:300]
+        return
+    cand.verdict, cand.observed = verdict.value, verdict.observed
