@@ -15,7 +15,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LLAMA_WHEELS := $(HOME)/.cache/sopgraph/wheels/llama-cpp-python-0.3.36-$(shell echo "$(LLAMA_CMAKE_ARGS)" | sha256sum | cut -c1-12)
 LOCAL_LLM := $(VENV)/.local-llm
 
-.PHONY: lock install system-deps local-llm demo test lint format clean studio phoenix report-shot sizes console-shots
+.PHONY: lock install system-deps local-llm demo test lint format clean studio phoenix report-shot sizes console-shots world-real
 
 # Installs come from the locks in requirements/ (exact versions with their hashes), made by
 # `make lock`; pyproject.toml keeps compatible ranges for those who install sopgraph as a library.
@@ -47,11 +47,13 @@ $(LOCAL_LLM): $(STAMP)
 local-llm: $(LOCAL_LLM)
 	$(PY) -m sopgraph.nodes.models
 
-# Debian packages: Graphviz draws PNGs; PostgreSQL backs the durable-server tests.
+# Debian packages: Graphviz draws PNGs; PostgreSQL backs the durable-server tests; Prometheus
+# (with promtool) is the real metrics store of `make world-real`.
 system-deps:
 	@command -v dot >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q graphviz; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q postgresql; }
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium chromium-driver; }
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q prometheus; }
 
 STUDIO_PORT ?= $(shell $(PY) -c 'from sopgraph.nodes.ports import free_port; print(free_port())' 2>/dev/null)
 # LangGraph Studio's dev server, offline, on loopback.
@@ -60,6 +62,21 @@ studio: install
 
 demo: install
 	$(VENV)/bin/sopgraph demo
+
+# prometheus-mcp-server from PyPI, the MCP server the real-world stack reads Prometheus through,
+# in its own virtual environment (its fastmcp and mcp releases are not sopgraph's; ~35 s).
+WORLD_REAL := .venv-world-real/.installed
+$(WORLD_REAL): requirements/world-real.txt
+	python3 -m venv .venv-world-real
+	.venv-world-real/bin/pip install -q --no-deps --require-hashes -r requirements/world-real.txt
+	.venv-world-real/bin/pip check
+	touch $@
+
+# The triage SOP on real Prometheus (the world's metrics backfilled with promtool, read through
+# prometheus-mcp-server) beside the simulated servers: labeled cases, then `eval triage`'s
+# alarms (ALARMS=N for the first N held-out ones; all 750 by default). docs/real-world.md.
+world-real: install system-deps $(WORLD_REAL)
+	$(PY) -m sopgraph.evals.world_real $(if $(ALARMS),--alarms $(ALARMS))
 
 # Arize Phoenix, a real trace backend for the tracing test, in its own virtual environment
 # (about 850 MB and 5 minutes; it pins its own protobuf, grpcio and SQLAlchemy).
@@ -103,7 +120,7 @@ format: install
 
 # The suite's files run on up to 4 worker processes (pytest-xdist; one file stays on one worker,
 # as its module fixtures expect); `pytest` alone runs them in one process.
-test: install system-deps local-llm $(PHOENIX) lint
+test: install system-deps local-llm $(PHOENIX) $(WORLD_REAL) lint
 	$(VENV)/bin/pytest -n auto --maxprocesses 4 --dist loadfile
 
 # Refresh the locks to the newest releases that pyproject.toml's ranges (and requirements/*.in)
@@ -114,6 +131,7 @@ lock:
 	uv pip compile pyproject.toml --all-extras $(LOCK_FLAGS) -o $(LOCK)
 	uv pip compile requirements/local-llm.in -c $(LOCK) --no-emit-package llama-cpp-python $(LOCK_FLAGS) -o requirements/local-llm.txt
 	uv pip compile requirements/phoenix.in $(LOCK_FLAGS) -o requirements/phoenix.txt
+	uv pip compile requirements/world-real.in $(LOCK_FLAGS) -o requirements/world-real.txt
 
 # What installing sopgraph costs: the packages and MB of the core and of each extra, each in a
 # fresh virtual environment at the locked versions (docs/install.md; about ten minutes).

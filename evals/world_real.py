@@ -22,10 +22,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sopgraph.evals.fc_triage.build import build_world
+from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.evals.tool_eval import NodeResult, eval_tools
 from sopgraph.evals.triage_eval import AlarmOutcome, eval_triage
+from sopgraph.evals.world_real_checks import explain, missing_metrics, reachable
 from sopgraph.evals.world_real_stack import PrometheusProcess, StackError, real_sop
+from sopgraph.examples import EXAMPLES
+from sopgraph.graphs.home import home_dir
 from sopgraph.mcp_servers.prometheus_backfill import BackfillError, backfill
+from sopgraph.nodes.mcp import McpPool, load_server_configs
+
+TRIAGE_SOP = EXAMPLES / "fc_alarm_triage"
 
 
 def blocks_for(robotics_db: Path) -> Path:
@@ -44,6 +52,28 @@ def real_stack(sop_dir: Path, robotics_db: Path, workdir: Path):
     """Prometheus over the backfilled world, and the SOP copy that reads it; yields the copy."""
     with PrometheusProcess(blocks_for(robotics_db), workdir) as prom:
         yield real_sop(sop_dir, workdir / "sop", prom.url), prom
+
+
+async def preflight(real_dir: Path, url: str) -> None:
+    """Refuse, in one line, a Prometheus that does not answer or lacks a metric the specs read."""
+    why = reachable(url)
+    if why is not None:
+        raise StackError(
+            f"Prometheus at {url} is not reachable ({why}); start it, or point PROMETHEUS_URL "
+            f"in {real_dir / 'mcp.json'} at a running one"
+        )
+    async with McpPool(load_server_configs(real_dir)) as mcp:
+        listed = (await mcp.call("robotics", "list_metrics", {}))["metrics"]
+    missing = missing_metrics(real_dir, listed, url)
+    if missing:
+        raise StackError(
+            missing[0] + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        )
+
+
+def errors_of(results: list[NodeResult], url: str, mcp_json: Path) -> list[str]:
+    """The distinct errors of the real stack's cases, one line each."""
+    return sorted({explain(f.error, url, mcp_json) for r in results for f in r.failures if f.error})
 
 
 def _failures(r: NodeResult) -> set[tuple]:
@@ -105,11 +135,13 @@ async def compare(
     cases_dir: Path,
     scenarios: list,
     *,
+    url: str,
     split: str = "eval",
     nodes: list[str] | None = None,
     concurrency: int = 4,
 ) -> dict[str, Any]:
     """Labeled cases and alarms through the simulated SOP and its real-stack copy."""
+    await preflight(real_dir, url)
     t0 = time.perf_counter()
     sim_nodes = await eval_tools(sop_dir, cases_dir, split, nodes, concurrency=8)
     real_nodes = await eval_tools(real_dir, cases_dir, split, nodes, concurrency=8)
@@ -118,7 +150,11 @@ async def compare(
     real_alarms = await eval_triage(real_dir, scenarios, concurrency=concurrency)
     return {
         "split": split,
-        "tools": node_agreement(sim_nodes, real_nodes) | {"seconds": round(t1 - t0, 1)},
+        "tools": node_agreement(sim_nodes, real_nodes)
+        | {
+            "seconds": round(t1 - t0, 1),
+            "errors": errors_of(real_nodes, url, real_dir / "mcp.json"),
+        },
         "triage": triage_figures(sim_alarms, real_alarms)
         | {"seconds": round(time.perf_counter() - t1, 1)},
     }
@@ -139,27 +175,14 @@ def render(summary: dict[str, Any]) -> str:
     lines.append(
         f"  same path, root causes and actions on {a['same_path_and_actions']}/{a['alarms']}"
     )
+    for line in t["errors"]:
+        lines.append(f"  error: {line}")
     for node in t["different"]:
         lines.append(f"  different: {node}: {json.dumps(t['real_failures'].get(node, []))[:300]}")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    # the evals layer may not reach the shell's sopgraph.triage_world: the same three, here
-    from sopgraph.evals.fc_triage.build import build_world
-    from sopgraph.evals.fc_triage.dataset import load_scenarios
-    from sopgraph.examples import EXAMPLES
-    from sopgraph.graphs.home import home_dir
-
-    TRIAGE_SOP = EXAMPLES / "fc_alarm_triage"
-
-    def world() -> Any:
-        return build_world(home_dir(), progress=sys.stderr.isatty())
-
-    def first_scenarios(paths: Any, split: str, n: int | None) -> list:
-        found = load_scenarios(paths.scenarios, split=None if split == "all" else split)
-        return found[:n] if n else found
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("train", "eval"), default="eval")
     ap.add_argument("--alarms", type=int, default=None, help="first N alarms (default: all)")
@@ -167,22 +190,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    paths = world()
-    scenarios = first_scenarios(paths, args.split, args.alarms)
+    paths = build_world(home_dir(), progress=sys.stderr.isatty())
+    scenarios = load_scenarios(paths.scenarios, split=args.split)[: args.alarms or None]
     nodes = [n for n in args.nodes.split(",") if n] if args.nodes else None
     try:
         with tempfile.TemporaryDirectory(prefix="world-real-") as tmp:
-            with real_stack(TRIAGE_SOP, paths.robotics, Path(tmp)) as (real_dir, _):
+            with real_stack(TRIAGE_SOP, paths.robotics, Path(tmp)) as (real_dir, prom):
                 summary = asyncio.run(
                     compare(
                         TRIAGE_SOP,
                         real_dir,
                         paths.cases,
                         scenarios,
+                        url=prom.url,
                         split=args.split,
                         nodes=nodes,
                         concurrency=args.concurrency,
-                    )  # fmt: skip
+                    )
                 )
     except (StackError, BackfillError) as exc:
         print(f"error: {exc}", file=sys.stderr)
