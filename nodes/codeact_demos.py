@@ -101,6 +101,15 @@ class LibraryDemos:
         return out
 
 
+def _as_asked(name: str, value: Any) -> Any:
+    """An argument as a demonstration shows it: a query's ``time`` at its instant, without the
+    1 ms the spec runtime adds for Prometheus 2's window edges (``kit.promql_time``), as the
+    paging arguments are left out: server details, not what the procedure reads."""
+    if name == "time" and isinstance(value, str) and value.endswith(".001Z"):
+        return value[: -len(".001Z")] + "Z"
+    return value
+
+
 async def run_demo(entry: Entry, ctx: ToolContext, counters: bool = False) -> DemoRun | None:
     """``entry``'s spec run on ``ctx``'s input, its MCP calls recorded; None when it fails."""
     recorder = _Recorder(ctx.mcp)
@@ -117,7 +126,7 @@ async def run_demo(entry: Entry, ctx: ToolContext, counters: bool = False) -> De
     for server, tool, args, result in recorder.calls:
         call = DemoCall(
             function=function_name(server, tool),
-            args={k: v for k, v in args.items() if k not in PAGING},
+            args={k: _as_asked(k, v) for k, v in args.items() if k not in PAGING},
             result=result,
         )
         if all((c.function, c.args) != (call.function, call.args) for c in calls):
