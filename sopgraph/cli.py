@@ -36,6 +36,7 @@ from sopgraph.commands import (
     world,
 )
 from sopgraph.commands import eval as eval_group  # `eval` would hide the builtin
+from sopgraph.commands import queue as queue_group  # `queue` would hide the stdlib module
 from sopgraph.errors import print_user_error, user_errors
 from sopgraph.extras import missing_extra
 
@@ -50,8 +51,8 @@ DESCRIPTION = (
 # In the order `sopgraph --help` lists them. toolmaker and sopbench add a subcommand to a
 # group registered before them (`eval toolmaker`, `bench sopbench`).
 COMMAND_GROUPS = (
-    init, validate, draft, run, runs, ui, graph, sop_import, tools, sandbox, mcp, demo, eval_group,
-    bench, world, monitor, shadow, model, schema, toolmaker, sopbench, audit,
+    init, validate, draft, run, runs, queue_group, ui, graph, sop_import, tools, sandbox, mcp,
+    demo, eval_group, bench, world, monitor, shadow, model, schema, toolmaker, sopbench, audit,
 )  # fmt: skip
 
 

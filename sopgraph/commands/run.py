@@ -56,6 +56,10 @@ def _cli_user() -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     # Input mistakes first: the engine's imports take seconds.
     inp = _read_input(args.input) if args.input else {}
+    if args.queue:  # a worker runs it: `sopgraph queue worker`
+        from sopgraph.commands.queue import submit_run
+
+        return submit_run(args, inp)
     check_checkpoint(args.checkpoint)
     from sopgraph.approval_prompt import ask_pending, can_ask, paused_line
     from sopgraph.runtime.runner import Session
@@ -123,6 +127,12 @@ def register(sub: Any) -> None:
         help="SQLite file (default $SOPGRAPH_HOME/checkpoints.sqlite; no SOPGRAPH_HOME: the "
         "nearest .sopgraph/ here or in a parent folder), "
         "memory, or postgres://…",
+    )
+    r.add_argument(
+        "--queue",
+        metavar="URL",
+        help="put the run on the job queue in this Postgres database (postgresql://…) for "
+        "`sopgraph queue worker` and print its run id; `sopgraph runs show` reads its result",
     )
     r.add_argument("--json", action="store_true", help="print the run result as JSON")
     r.add_argument(
