@@ -69,6 +69,10 @@ async def test_the_majority_verdict_wins_and_its_check_is_a_candidate_version(se
     outcome = await again.decide(node, ctx)
     assert outcome.detail["check"]["registered"]["new"] is False
     assert len(registry.entry(NODE).versions) == 1
+    # promoted, the candidate is the node's tool: read as data, as a tool-maker spec is
+    registry.promote(NODE, 1)
+    tool = registry.resolve(NODE)
+    assert (await tool.fn(ctx.input, ctx)).value == "true"
 
 
 @shared_loop
