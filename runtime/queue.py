@@ -230,10 +230,12 @@ async def serve(
     heartbeat_s: float = HEARTBEAT_S,
     stalled_after_s: float = STALLED_AFTER_S,
     until_idle: bool = False,
+    warm: tuple[str | Path, ...] = (),
     **session_kw: Any,
 ) -> None:
     """Be one queue worker: take up to ``concurrency`` runs at once until stopped (SIGINT or
     SIGTERM: the runs in flight finish first), or with ``until_idle`` until the queue is empty.
+    The sessions of the SOPs in ``warm`` open before the first job (else at their first job).
 
     ``approval`` is the operator's policy for gated actions: a run submitted with a policy
     that reaches further (``approve`` under ``ask``) runs under this one.
@@ -242,6 +244,8 @@ async def serve(
     # the heartbeat and the fetch each take a connection, and every finishing job one
     app = queue_app(dsn, pool_size=concurrency + 2)
     async with app.open_async(), Sessions(dsn, approval, **session_kw) as sessions:
+        for sop in warm:  # keyed as jobs name them: by absolute path
+            await sessions.get(str(Path(sop).resolve()))
         redeliver = asyncio.create_task(redeliver_stalled(app, stalled_after_s))
         try:
             await app.run_worker_async(

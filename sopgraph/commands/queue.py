@@ -155,6 +155,7 @@ def cmd_queue_worker(args: argparse.Namespace) -> int:
                 heartbeat_s=args.heartbeat,
                 stalled_after_s=args.stalled_after,
                 until_idle=args.until_idle,
+                warm=tuple(args.warm),
             )
         )
     except QueueError as exc:
@@ -197,6 +198,13 @@ def register(sub: Any) -> None:
     )
     w.add_argument(
         "--until-idle", action="store_true", help="stop once the queue is empty (batches, CI)"
+    )
+    w.add_argument(
+        "--warm",
+        action="append",
+        default=[],
+        metavar="SOP",
+        help="open this SOP's session (its MCP servers) before taking jobs; repeatable",
     )
     w.add_argument("--verbose", "-v", action="store_true", help="log each job")
     w.set_defaults(fn=cmd_queue_worker)
