@@ -186,6 +186,7 @@ def create_server(
     tokens: TokenTable | None = None,
     operator: str | None = None,
     throttle: LoginThrottle | None = None,
+    queue: str | None = None,
     **settings: Any,
 ) -> FastMCP:
     """The FastMCP server over ``hub``'s SOPs; ``settings`` go to ``FastMCP`` (host, port...).
@@ -194,6 +195,7 @@ def create_server(
     (required to serve HTTP) authenticates every request and names its approver; without them
     (stdio) the approver is ``operator``, default the OS user. ``throttle`` counts the wrong
     tokens over HTTP (default: a fresh ``LoginThrottle``, 5 a minute per address, 50 for all).
+    ``queue`` (a Postgres URL, the hub's checkpoint store) adds ``submit_run``.
     """
     if approval not in SERVER_APPROVALS:
         raise ValueError(f"approval must be one of {', '.join(SERVER_APPROVALS)}")
@@ -234,6 +236,13 @@ def create_server(
         children); and the gated actions that pause a run for approval.
         """
         return catalog.get(sop_id).info()
+
+    def policy_of(approval: str, ctx: Context) -> tuple[str, str]:
+        """A run's approval policy and who set it: the client's choice where allowed."""
+        policy = _client_policy(approval_policy, approval)
+        if approval_policy == "client":  # the authenticated client chose the policy
+            return policy, request_identity(ctx, tokens, operator)
+        return policy, f"operator (--approval {policy})"
 
     @server.tool(annotations=_RUN)
     async def run_sop(
@@ -277,13 +286,9 @@ def create_server(
         taken and any pending approvals. Sends a progress notification per executed node.
         """
         entry = catalog.get(sop_id)
-        policy = _client_policy(approval_policy, approval)
+        policy, who = policy_of(approval, ctx)
         session = await hub.session(sop_id)
         run_id = f"{entry.sop.id}:{thread_id or uuid.uuid4().hex[:12]}"
-        if approval_policy == "client":  # the authenticated client chose the policy
-            who = request_identity(ctx, tokens, operator)
-        else:
-            who = f"operator (--approval {policy})"
         with _input_errors():
             result = await session.run(
                 input, thread_id=run_id, approval=policy, on_step=_reporter(ctx), approver=who
@@ -344,6 +349,10 @@ def create_server(
         return RunSummary.of(result)
 
     add_resources(server, catalog)
+    if queue:
+        from sopgraph.mcp_servers.queue_tool import add_queue_tool
+
+        add_queue_tool(server, catalog, queue, policy_of)
     return server
 
 
@@ -363,6 +372,12 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--approval", choices=SERVER_APPROVALS, default="ask", help=APPROVAL_HELP)
     p.add_argument("--tokens", metavar="FILE", help=TOKENS_HELP)
+    p.add_argument(
+        "--queue",
+        metavar="URL",
+        help="a Postgres job queue (postgresql://…, also the checkpoint store): adds "
+        "submit_run, which queues a run for `sopgraph queue worker`",
+    )
     p.add_argument("--approver", metavar="NAME", help=APPROVER_HELP)
 
 
@@ -388,15 +403,19 @@ def serve(args: argparse.Namespace) -> int:
     catalog = discover()
     for problem in catalog.problems:
         print(f"warning: skipped {printable(problem)}", file=sys.stderr)
-    hub = Hub(catalog, args.checkpoint)
+    queue = getattr(args, "queue", None)
+    if queue and args.checkpoint not in (None, queue):
+        raise TokenError("--queue: the queue's runs are read from its database; drop "
+                         "--checkpoint or give it the same postgresql:// URL")  # fmt: skip
+    hub = Hub(catalog, args.checkpoint or queue)
     if args.transport == "stdio":
         server = create_server(
-            hub, approval=args.approval, operator=getattr(args, "approver", None)
+            hub, approval=args.approval, operator=getattr(args, "approver", None), queue=queue
         )
         server.run("stdio")
         return 0
     server = create_server(
-        hub, approval=args.approval, tokens=tokens, host=args.host, port=args.port
+        hub, approval=args.approval, tokens=tokens, host=args.host, port=args.port, queue=queue
     )
     quiet_disconnects()
 
