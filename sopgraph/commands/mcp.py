@@ -94,6 +94,12 @@ def register(sub: Any) -> None:
         help="stdio only: the approver recorded for gated actions the client answers "
         "(default: the OS user running the server)",
     )
+    ms.add_argument(
+        "--queue",
+        metavar="URL",
+        help="a Postgres job queue (postgresql://…, also the checkpoint store): adds "
+        "submit_run, which queues a run for `sopgraph queue worker`",
+    )
     ms.set_defaults(fn=cmd_mcp_serve)
     mc = msub.add_parser(
         "convert",
