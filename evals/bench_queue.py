@@ -2,7 +2,7 @@
 the job queue (``runtime/queue.py``) with 1, 2 and 4 worker processes, beside the same runs in
 one process on the same Postgres checkpoint store, in one command.
 
-Each configuration runs the same alarms of the simulated dock (``sopgraph.triage_world``) at
+Each configuration runs the same alarms of the simulated dock (``evals/fc_triage/dock.py``) at
 the same concurrency, after a warm-up. Per configuration it prints runs a second (the queue's
 from its own events: first job started to last job finished), the CPU a run costs in the
 runner processes (with their MCP servers) and in Postgres, the write transactions and WAL bytes
@@ -29,9 +29,9 @@ from typing import Any
 import psycopg
 
 from sopgraph.evals.bench_triage import cpu_seconds
+from sopgraph.evals.fc_triage.dock import TRIAGE_SOP, first_scenarios, world
 from sopgraph.runtime.queue import QUEUE, ensure_schema, store_name, submit
 from sopgraph.runtime.runner import Session
-from sopgraph.triage_world import TRIAGE_SOP, first_scenarios, world
 
 READY_S = 300.0  # a worker imports, compiles and starts its MCP servers first
 
