@@ -1,11 +1,11 @@
 """A written SOP document read into sections and numbered sentences, each with where it stands.
 
-Markdown and plain text are read here; PDF and Word files through ``pdf_docx.py`` (the [draft]
-extra). A sentence keeps its file and line (a PDF: its page; a Word file: its paragraph), so a
+Markdown and plain text are read here, PDF and Word files in ``pdf_docx.py`` (the [draft]
+extra); ``reader.read_document`` reads any of them by its suffix. A sentence keeps its file and line (a PDF: its page; a Word file: its paragraph), so a
 drafted node can cite it. Each limit below is refused with one line before anything is drafted.
 
 Example:
-    >>> doc = read_document("sop.md")  # doctest: +SKIP
+    >>> doc = read_text(open("sop.md").read(), "sop.md")  # doctest: +SKIP
     >>> doc.sentences[0].cite
     'sop.md:3 (s1)'
 """
@@ -222,40 +222,3 @@ def read_lines(lines: list[str], file: str, page: int | None = None,
 def read_text(text: str, file: str) -> Document:
     """A Markdown or plain-text document from its text."""
     return read_lines(text.splitlines(), file).document()
-
-
-def read_document(path: str | Path) -> Document:
-    """The document at ``path``: Markdown, plain text, PDF or DOCX, by its suffix.
-
-    Raises:
-        DocumentError: not a readable regular file, too big, an unknown kind, no text (a
-            scanned PDF), no procedure, or past a documented limit.
-    """
-    p = Path(path)
-    name = p.name
-    if not p.is_file():
-        raise DocumentError(f"{path}: no such document (give a .md, .txt, .pdf or .docx file)")
-    size = p.stat().st_size
-    if size > MAX_BYTES:
-        raise DocumentError(
-            f"{name}: {size:,} bytes, over the {MAX_BYTES:,}-byte limit; split the procedure "
-            "out into its own document"
-        )
-    suffix = p.suffix.lower()
-    if suffix in DOC_SUFFIXES:
-        from sopgraph.graphs.drafting import pdf_docx
-
-        return pdf_docx.read_pdf(p) if suffix == ".pdf" else pdf_docx.read_docx(p)
-    if suffix not in TEXT_SUFFIXES:
-        raise DocumentError(
-            f"{name}: unknown document kind '{suffix}'; give Markdown (.md), text (.txt), "
-            "PDF (.pdf) or Word (.docx)"
-        )
-    data = p.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise DocumentError(f"{name}: not UTF-8 text; save it as UTF-8") from None
-    if "\x00" in text:
-        raise DocumentError(f"{name}: holds NUL bytes, not text; save it as UTF-8 text")
-    return read_text(text, name)

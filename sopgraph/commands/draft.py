@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from sopgraph.errors import UserError
-from sopgraph.graphs.drafting.document import DocumentError, read_document
+from sopgraph.graphs.drafting.document import DocumentError
 from sopgraph.graphs.drafting.drafter import MAX_REPAIRS, MAX_SAMPLES, SOP_FILE, total_steps
 from sopgraph.graphs.drafting.facts import FACTS_FILE
+from sopgraph.graphs.drafting.reader import read_document
 from sopgraph.progress import progress_bar
 
 REVIEW_FILE = "review.md"

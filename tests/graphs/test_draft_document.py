@@ -10,11 +10,11 @@ from sopgraph.cli import main
 from sopgraph.graphs.drafting.document import (
     MAX_PAGES,
     DocumentError,
-    read_document,
     read_text,
 )
 from sopgraph.graphs.drafting.numbers import find_comparisons, with_placeholders
 from sopgraph.graphs.drafting.outcomes import find_outcomes
+from sopgraph.graphs.drafting.reader import read_document
 
 MARKDOWN = """# Refund check
 

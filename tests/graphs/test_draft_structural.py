@@ -10,10 +10,10 @@ from pathlib import Path
 from sopgraph.cli import main
 from sopgraph.graphs.drafting.agreement import agreement
 from sopgraph.graphs.drafting.checks import check_draft
-from sopgraph.graphs.drafting.document import read_document
 from sopgraph.graphs.drafting.drafter import StepReply, StepRequest, draft
 from sopgraph.graphs.drafting.facts import DraftFacts
 from sopgraph.graphs.drafting.outcomes import find_outcomes
+from sopgraph.graphs.drafting.reader import read_document
 from sopgraph.graphs.drafting.steps import Plan, assemble, to_yaml
 from sopgraph.graphs.drafting.structural import stem, structural_answers
 from sopgraph.graphs.loader import load_sop, load_sop_text
