@@ -27,11 +27,8 @@ import contextlib
 import datetime as dt
 import hashlib
 import os
-import re
-import shlex
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -45,15 +42,19 @@ from sopgraph.tools.manifest import (
     atomic_write,
     sha256_of,
 )
+from sopgraph.tools.registry_entries import ToolEntry, VersionInfo, entry_of
 from sopgraph.tools.registry_errors import (
     RegistryError,
     ToolIntegrityError,
     ToolLoadError,
     ToolMissing,
 )
+from sopgraph.tools.registry_files import no_tool, nothing_registered, numbers_on_disk, sop_arg
+from sopgraph.tools.registry_files import unregistered as unregistered_files
+from sopgraph.tools.registry_rules import check_author, check_node_id, promotable, revert_target
 from sopgraph.tools.tool_file import LoadedTool, load_tool, model_written, verified_source
 
-# The registry's public face; its errors and the loaded tool are defined below it.
+# The registry's public face; its errors, entries and the loaded tool are defined beside it.
 __all__ = [
     "MANIFEST",
     "LoadedTool",
@@ -67,47 +68,6 @@ __all__ = [
 ]
 
 MANIFEST = "manifest.json"
-_NODE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_VERSION_FILE = re.compile(r"^v(\d+)\.(?:py|make\.json)$")
-
-
-@dataclass(frozen=True)
-class VersionInfo:
-    """One registered version of a node's tool."""
-
-    version: int
-    sha256: str
-    author: str
-    train_pass: float | None
-    eval_pass: float | None
-    date: str
-    tokens: int | None = None
-    seconds: float | None = None
-    record: str | None = None
-    dev: bool = False  # a development version: runs as the file is now, never promoted
-    in_process: bool = False  # model-written, promoted with --in-process: runs in this process
-
-
-@dataclass(frozen=True)
-class ToolEntry:
-    """A node's manifest entry: its active version and every registered version."""
-
-    node_id: str
-    active: int | None
-    versions: list[VersionInfo]
-    history: list[int]
-
-    def version(self, n: int) -> VersionInfo | None:
-        return next((v for v in self.versions if v.version == n), None)
-
-
-def _check_author(author: str) -> None:
-    # a model-written version (the tool-maker's, the run-time Check fallback's) names its model
-    if author != "human" and not (model_written(author) and not author.endswith(":")):
-        raise RegistryError(
-            f"author '{author}' is not valid; use 'human', 'tool-maker:<model>' or "
-            "'fallback:<model>'"
-        )
 
 
 class Registry:
@@ -192,13 +152,13 @@ class Registry:
 
     def list(self) -> list[ToolEntry]:
         """Every node in the manifest, by node id."""
-        return [self._entry(n, t) for n, t in sorted(self._read().tools.items())]
+        return [entry_of(n, t) for n, t in sorted(self._read().tools.items())]
 
     def entry(self, node_id: str) -> ToolEntry:
         tool = self._read().tools.get(node_id)
         if tool is None:
             raise ToolMissing(f"no tool for node '{node_id}' in {self.manifest_path}")
-        return self._entry(node_id, tool)
+        return entry_of(node_id, tool)
 
     def status(self, node_id: str, version: int) -> str:
         """``ok``, ``modified`` (sha256 differs), ``missing`` (no file) or ``dev`` (a
@@ -213,14 +173,7 @@ class Registry:
 
     def unregistered(self) -> list[Path]:
         """Version files on disk (``<node>/v<N>.py``) that the manifest does not register."""
-        tools = self._read().tools
-        found = []
-        for path in sorted(self.lib_dir.glob("*/v*.py")):
-            g = _VERSION_FILE.match(path.name)
-            node = path.parent.name
-            if g and str(int(g.group(1))) not in (tools[node].versions if node in tools else {}):
-                found.append(path)
-        return found
+        return unregistered_files(self.lib_dir, self._read().tools)
 
     @property
     def sop_id(self) -> str:
@@ -249,15 +202,11 @@ class Registry:
         as ``v<N>.make.json``. ``activate``: ``None`` activates it only when the node has no
         active version yet. ``dev``: a development version (see the module docstring).
         """
-        _check_node_id(node_id)
-        _check_author(author)
+        check_node_id(node_id)
+        check_author(author)
         with self._write() as m:
             tool = m.tools.setdefault(node_id, ManifestTool())
-            on_disk = [
-                int(g.group(1))
-                for p in (self.lib_dir / node_id).glob("v*")
-                if (g := _VERSION_FILE.match(p.name))
-            ]
+            on_disk = numbers_on_disk(self.lib_dir / node_id)
             version = max([0, *on_disk, *(int(v) for v in tool.versions)]) + 1
             data = code.encode("utf-8")
             record = None
@@ -297,7 +246,7 @@ class Registry:
             ToolMissing: no such file.
             ToolLoadError: the file fails to import or breaks the contract.
         """
-        _check_node_id(node_id)
+        check_node_id(node_id)
         path = Path(path)
         try:
             source = path.read_bytes()
@@ -321,26 +270,9 @@ class Registry:
         in this process (``--in-process``; a hand-written one always does)."""
         with self._write() as m:
             tool = self._tool(m, node_id)
-            info = tool.versions.get(str(version))
-            if info is None:
-                known = ", ".join(f"v{v}" for v in sorted(map(int, tool.versions))) or "none"
-                raise RegistryError(
-                    f"node '{node_id}' has no v{version} (registered: {known}); "
-                    "pick one of the registered versions"
-                )
-            if info.dev:
-                path = self.path_of(node_id, version)
-                raise RegistryError(
-                    f"node '{node_id}': v{version} is a development version (its file runs "
-                    "unchecked) and is never promoted; register it for review with "
-                    f"`sopgraph tools add {self._sop_arg()} {node_id} {shlex.quote(str(path))}`"
-                )
-            if in_process and not model_written(info.author):
-                raise RegistryError(
-                    f"node '{node_id}': v{version} is by {info.author} and runs in-process "
-                    "already; --in-process is for a version a model wrote"
-                )
-            verified_source(self.path_of(node_id, version), info.sha256)
+            path = self.path_of(node_id, version)
+            info = promotable(tool, node_id, version, in_process, self.lib_dir, path)
+            verified_source(path, info.sha256)
             info.in_process = in_process and model_written(info.author)
             tool.activate(version)
 
@@ -348,18 +280,7 @@ class Registry:
         """Go back to the version active before the current one; returns it."""
         with self._write() as m:
             tool = self._tool(m, node_id)
-            if len(tool.history) < 2:
-                raise RegistryError(
-                    f"node '{node_id}' has no earlier active version to revert to "
-                    f"(history: {tool.history}); use `sopgraph tools promote` instead"
-                )
-            previous = tool.history[-2]
-            info = tool.versions.get(str(previous))
-            if info is None:
-                raise RegistryError(
-                    f"node '{node_id}': earlier version v{previous} is no longer registered; "
-                    "use `sopgraph tools promote` instead"
-                )
+            previous, info = revert_target(tool, node_id)
             if not info.dev:  # a development version was active before: it may be again
                 verified_source(self.path_of(node_id, previous), info.sha256)
             tool.history.pop()
@@ -438,62 +359,17 @@ class Registry:
         return self._load(node_id, version, sha256, author)
 
     def _sop_arg(self) -> str:
-        """The SOP folder as a shell argument, for the commands a message names."""
-        return shlex.quote(str(self.lib_dir.parent))
-
-    def _add_command(self, path: Path) -> str:
-        return f"`sopgraph tools add {self._sop_arg()} {path.parent.name} {shlex.quote(str(path))}`"
+        return sop_arg(self.lib_dir)
 
     def _nothing_registered(self) -> str:
-        files = self.unregistered()
-        if not files:
-            return (
-                f"{self.manifest_path} registers no tool and {self.lib_dir} holds no version "
-                f"file; register one with `sopgraph tools add {self._sop_arg()} NODE FILE`"
-            )
-        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
-        names = ", ".join(str(f.relative_to(self.lib_dir)) for f in files[:3])
-        return (
-            f"nothing to rehash: {self.manifest_path} registers no tool, and {len(files)} "
-            f"version file(s) on disk are not registered ({names}); register each with "
-            f"{self._add_command(files[0])}{more}"
-        )
+        return nothing_registered(self.manifest_path, self.lib_dir, self.unregistered())
 
     def _tool(self, m: Manifest, node_id: str) -> ManifestTool:
         tool = m.tools.get(node_id)
         if tool is None:
-            known = ", ".join(sorted(m.tools)) or "none"
             files = [f for f in self.unregistered() if f.parent.name == node_id]
-            how = (
-                f"register its file with {self._add_command(files[-1])}"
-                if files
-                else f"register one with `sopgraph tools add {self._sop_arg()} {node_id} FILE`"
-            )
-            raise ToolMissing(
-                f"no tool for node '{node_id}' in {self.manifest_path} (nodes with tools: "
-                f"{known}); {how}"
-            )
+            raise ToolMissing(no_tool(self.manifest_path, self.lib_dir, node_id, m.tools, files))
         return tool
-
-    @staticmethod
-    def _entry(node_id: str, tool: ManifestTool) -> ToolEntry:
-        versions = [
-            VersionInfo(
-                int(v),
-                i.sha256,
-                i.author,
-                i.train_pass,
-                i.eval_pass,
-                i.date,
-                i.tokens,
-                i.seconds,
-                i.record,
-                i.dev,
-                i.in_process,
-            )  # fmt: skip
-            for v, i in sorted(tool.versions.items(), key=lambda kv: int(kv[0]))
-        ]
-        return ToolEntry(node_id, tool.active, versions, list(tool.history))
 
     def _default_sop_id(self) -> str:
         if self._sop_id:
@@ -518,10 +394,3 @@ class Registry:
                 yield m
         except ManifestInvalid as exc:
             raise RegistryError(str(exc)) from None
-
-
-def _check_node_id(node_id: str) -> None:
-    if not _NODE_ID.match(node_id):
-        raise RegistryError(
-            f"node id '{node_id}' cannot name a tool folder; use letters, digits, '_', '-', '.'"
-        )
