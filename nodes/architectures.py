@@ -9,6 +9,8 @@
   is decided by Checks sampled under its grammar (``tools/toolmaker/check_fallback.py``, built
   by the runtime: the executors may not import the tool-maker), CodeAct only where no Check
   fits.
+- ``check-only``: no tools; a Check is sampled for every decision node (the same fallback),
+  CodeAct only where no Check fits: what the Check fallback decides on its own.
 
 Example:
     >>> models = load_models(Settings(model="local"))
@@ -41,8 +43,8 @@ NO_LLM_EXTRA = (
     "(pip install 'sopgraph[llm]') and SOPGRAPH_MODEL"
 )
 
-Architecture = Literal["direct", "subagent", "codeact", "check"]
-ARCHITECTURES: tuple[Architecture, ...] = ("direct", "subagent", "codeact", "check")
+Architecture = Literal["direct", "subagent", "codeact", "check", "check-only"]
+ARCHITECTURES: tuple[Architecture, ...] = ("direct", "subagent", "codeact", "check", "check-only")
 
 
 class ArchitectureError(SettingsError):
@@ -86,7 +88,7 @@ def executors_for(
     check: Executor | None = None,
 ) -> list[Executor]:
     """The executor chain of ``arch``, in the order the chain tries them; ``check`` is the
-    Check fallback ``arch="check"`` puts before CodeAct.
+    Check fallback ``check`` and ``check-only`` put before CodeAct.
 
     Raises:
         ArchitectureError: ``arch`` is unknown, or needs a model and ``model`` is None.
@@ -101,8 +103,8 @@ def executors_for(
         )
     if arch != "codeact" and registry is None:
         raise ValueError(f"architecture {arch!r} needs the SOP's tool registry")
-    if arch == "check" and check is None:
-        raise ValueError("architecture 'check' needs the Check fallback (the runtime builds it)")
+    if arch in ("check", "check-only") and check is None:
+        raise ValueError(f"architecture {arch!r} needs the Check fallback (the runtime builds it)")
     if model is None and lm is None and find_spec("dspy") is None:
         # the core install: only compiled tools decide; the model steps say what is missing
         return [ToolExecutor(registry, log), NeedsLlmExtra()]
@@ -129,6 +131,8 @@ def executors_for(
         return [ToolExecutor(registry, log), judge, codeact]
     if arch == "check":
         return [ToolExecutor(registry, log), judge, check, codeact]  # type: ignore[list-item]
+    if arch == "check-only":
+        return [judge, check, codeact]  # type: ignore[list-item]
     if arch == "subagent":
         return [SubAgentToolExecutor(model, registry, log, extractor), judge, codeact]
     return [codeact]

@@ -122,11 +122,13 @@ class Session:
             def chain(registry: Registry, log: InvocationLog) -> list[Any]:
                 return [ToolExecutor(registry, log), *executors]
 
-        else:  # ``arch``: direct | subagent | codeact (nodes/architectures.py)
+        else:  # ``arch``: direct | subagent | codeact | check | check-only (nodes/architectures.py)
 
             def chain(registry: Registry, log: InvocationLog) -> list[Any]:
                 check = None
-                if arch == "check" and model is not None:  # no model: executors_for says so
+                if (
+                    arch in ("check", "check-only") and model is not None
+                ):  # no model: executors_for says so
                     from sopgraph.tools.toolmaker.check_fallback import CheckFallback
 
                     check = CheckFallback(self.sop, registry, lm, str(getattr(lm, "model", "")))

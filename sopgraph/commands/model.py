@@ -59,10 +59,40 @@ def cmd_triage(args: argparse.Namespace) -> int:
     sample = covering_sample(pool, skip + (args.alarms or len(pool)))[skip:]
     progress = Path(args.progress) if args.progress else None
     sop = Path(args.sop) if getattr(args, "sop", None) else TRIAGE_SOP
+    if args.arch == "check-only":  # its candidates land in a copy, never in the example itself
+        sop = _fresh_copy(sop)
     summary = run_model_triage(sop, sample, arch=args.arch, model=models.chat,
                                lm=models.lm, progress=progress)  # fmt: skip
+    if args.arch == "check-only":
+        summary["candidates"] = _candidates(sop)
     _print(summary, args.json)
     return 0
+
+
+def _fresh_copy(sop: Path) -> Path:
+    """A fresh copy of the SOP folder under $SOPGRAPH_HOME/check-only/, where the Check
+    fallback registers its candidate versions (compare them with ``sopgraph shadow``)."""
+    import shutil
+
+    from sopgraph.graphs.home import home_dir
+
+    dest = home_dir() / "check-only" / sop.name
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(sop, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def _candidates(sop: Path) -> dict[str, Any]:
+    """The candidate versions the fallback registered in the copy: where, how many, which."""
+    from sopgraph.tools.registry import Registry
+
+    found = [
+        f"{e.node_id}:{v.version}"
+        for e in Registry(sop / "tools").list()
+        for v in e.versions
+        if v.author.startswith("fallback:")
+    ]
+    return {"sop": str(sop), "registered": len(found), "versions": found}
 
 
 SKIP_HELP = (
@@ -194,9 +224,10 @@ def register(sub: Any) -> None:
     t.add_argument("--split", choices=["train", "eval", "all"], default="eval", help="default eval")
     t.add_argument(
         "--arch",
-        choices=["subagent", "codeact"],
+        choices=["subagent", "codeact", "check-only"],
         default="codeact",
-        help="how the model decides each node (default codeact)",
+        help="how the model decides each node (default codeact; check-only: Checks sampled "
+        "under each node's grammar, CodeAct where none fits)",
     )
     t.add_argument("--json", action="store_true", help="print the figures as JSON")
     t.add_argument("--progress", help="append each finished alarm's figures to this JSONL file")

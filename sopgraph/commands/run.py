@@ -137,11 +137,12 @@ def register(sub: Any) -> None:
     r.add_argument("--json", action="store_true", help="print the run result as JSON")
     r.add_argument(
         "--arch",
-        choices=["direct", "subagent", "codeact", "check"],
+        choices=["direct", "subagent", "codeact", "check", "check-only"],
         default="direct",
         help="direct: call compiled tools (default); subagent: an LLM calls them; "
         "codeact: an LLM writes MCP code for every node; check: a node without a working "
-        "tool is decided by Checks the LLM fills under its grammar",
+        "tool is decided by Checks the LLM fills under its grammar; check-only: Checks for "
+        "every node, no tools",
     )
     add_trace(r, "the run")
     r.set_defaults(fn=cmd_run)
@@ -168,7 +169,7 @@ def register(sub: Any) -> None:
     rs.add_argument("--checkpoint", help="the checkpoint store the run used (as on `run`)")
     rs.add_argument(
         "--arch",
-        choices=["direct", "subagent", "codeact", "check"],
+        choices=["direct", "subagent", "codeact", "check", "check-only"],
         default="direct",
         help="executors for the rest of the run (as on `run`)",
     )

@@ -118,3 +118,32 @@ def test_the_check_architecture_needs_a_model(tmp_path):
         executors_for("check", None, registry)
     with pytest.raises(NoModel, match="needs a model"):
         CheckFallback(None, registry, None)  # type: ignore[arg-type]
+
+
+@shared_loop
+async def test_a_nodes_checks_are_drawn_once_and_run_on_each_input(session, tmp_path):
+    # the prompt holds no input values: the second input runs the same Checks, no new calls
+    fallback, _, lm, node, ctx = setup(session, tmp_path, [{"spec": RIGHT}] * 3)
+    first = await fallback.decide(node, ctx)
+    assert first.verdict.value == "true" and len(lm.history) == 3
+    case = next(c for c in node_cases(session.cases, NODE, "train") if c.expected == "false")
+    other = ToolContext(
+        node_id=NODE, text=node.text, params=session.params.for_input(case.run_input),
+        parents={}, input=case.run_input, run_id="r2", mcp=session.pool, node=node,
+    )  # fmt: skip
+    second = await fallback.decide(node, other)
+    assert len(lm.history) == 3  # no new draw
+    assert second.verdict.value == "false"  # the same Check, run on the other input
+
+
+@shared_loop
+async def test_check_only_decides_without_the_library(session, tmp_path):
+    fallback, registry, lm, node, ctx = setup(session, tmp_path, [{"spec": WRONG}] * 3)
+    registry.add_version(NODE, tool_file(NODE, node.text, RIGHT), "human", activate=True)
+    chain = executors_for(
+        "check-only", ScriptedChatModel(responses=[]), registry, lm=lm, check=fallback
+    )  # fmt: skip
+    assert [e.name for e in chain] == ["judge", "check", "codeact"]
+    outcome = await ExecutorChain(chain).decide(node, ctx)
+    # the library's tool says true; the sampled Checks (its complement) decide: false
+    assert outcome.executor == "check" and outcome.verdict.value == "false"

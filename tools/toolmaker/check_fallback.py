@@ -6,6 +6,8 @@ tool-maker builds it (``grammar.spec_model``: the catalog the SOP's MCP servers 
 parameters, the input's fields, the node's ``data:`` hints), a few Checks are sampled on the
 configured model (``sampling.sample_spec``: the same constrained call as the tool-maker's), and
 each distinct one runs on the run's input through the spec runner, over the run's MCP pool.
+The prompt holds no input values (parameters as the SOP's defaults, by name), so a node's
+Checks are drawn once per session (and prompt) and run on every later input.
 Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
 Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
@@ -137,7 +139,7 @@ class CheckFallback:
         self.samples = samples
         self.module = CheckMakerModule(program=program)
         self._catalogs: dict[int, tuple[Catalog, DataCatalog]] = {}
-        self._runs = 0
+        self._draws: dict[str, list[tuple[dict[str, Any] | None, str | None]]] = {}
 
     def serves(self, node: Node) -> bool:
         return not node.is_action  # a Check decides; an action does
@@ -146,7 +148,9 @@ class CheckFallback:
         if ctx.mcp is None:
             raise Unavailable("no MCP servers: a Check has nothing to read")
         catalog, full = await self._catalog(ctx.mcp)
-        brief = brief_for(self.sop, node, ctx.params, catalog)
+        # the prompt shows the SOP's default parameters, not the input's own values: the Check
+        # names a parameter and the run binds its value, so one draw serves every input
+        brief = brief_for(self.sop, node, dict(self.sop.params), catalog)
         data = DataCatalog(
             metrics={s: m for s, m in full.metrics.items() if s in brief.server_names},
             units=full.units,
@@ -199,13 +203,11 @@ class CheckFallback:
     async def _sample(self, deps: SpecDeps, reply: Any, ctx: ToolContext) -> Tally:
         fmt = response_format(reply)
         texts = inputs(deps, CONFIG, "none")
+        drawn = await self._drawn(deps.node.id, fmt, texts)
         # every distinct MCP call once: candidates often read the same data
         run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
         tally, seen = Tally(), {}
-        self._runs += 1
-        for i in range(self.samples):
-            cfg = sample_config(i, self._runs * 1000 + i)
-            spec, problem, _ = await sample_spec(self.module, self.lm, fmt, cfg, texts)
+        for i, (spec, problem) in enumerate(drawn):
             cand = Candidate(i, spec, problem)
             tally.candidates.append(cand)
             if spec is None:
@@ -219,6 +221,29 @@ class CheckFallback:
             seen[key] = i
             await _run(cand, spec, ctx.input, run_ctx)
         return tally
+
+    async def _drawn(
+        self, node_id: str, fmt: dict[str, Any], texts: dict[str, str]
+    ) -> list[tuple[dict[str, Any] | None, str | None]]:
+        """The node's sampled Checks: drawn once per prompt, then run on every input.
+
+        The prompt holds the node, its grammar, the catalog and the demonstrations, not the
+        input's values, so a Check drawn for one input is the same program for the next; drawing
+        again would only cost calls and add variance. A changed prompt (catalog, library) draws
+        anew.
+        """
+        key = hashlib.sha256(
+            json.dumps([node_id, fmt, texts], sort_keys=True, default=str).encode()
+        ).hexdigest()
+        if key not in self._draws:
+            drawn = []
+            for i in range(self.samples):
+                spec, problem, _ = await sample_spec(
+                    self.module, self.lm, fmt, sample_config(i, i), texts
+                )
+                drawn.append((spec, problem))
+            self._draws[key] = drawn
+        return self._draws[key]
 
     def _register(self, node: Node, spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
         """The kept Check as a new, inactive version (an identical one already there is kept)."""
