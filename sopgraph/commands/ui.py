@@ -1,6 +1,7 @@
 """``sopgraph ui``: the local run console (mcp_servers/console.py) in a browser: the runs of a
 checkpoint store, one run's path on its SOP, and the approvals waiting, answered as a token's
-identity."""
+identity; with ``--draft DIR``, also a draft's review page (mcp_servers/console_review.py):
+the document beside the graph, the unused sentences, the failed checks, the judgement steps."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import socket
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sopgraph.errors import UserError
 
@@ -66,6 +68,20 @@ def _tokens(path: str | None) -> Any:
     return load_tokens(path)
 
 
+def _drafts(folders: list[str]) -> dict[str, Path]:
+    """The ``--draft`` folders by their pages' names, each read once now: a folder that is not
+    a draft is one error line before the console starts."""
+    from sopgraph.graphs.drafting.review_page import ReviewError, read_review
+    from sopgraph.mcp_servers.console_review import draft_names
+
+    for folder in folders:
+        try:
+            read_review(Path(folder))
+        except ReviewError as exc:
+            raise UserError(f"--draft {exc}") from None
+    return draft_names([Path(f) for f in folders])
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from sopgraph.commands.runs import _store
     from sopgraph.runtime.runs import store_name
@@ -78,12 +94,18 @@ def cmd_ui(args: argparse.Namespace) -> int:
     for sop in sops:
         if not sop.exists():
             raise UserError(f"--sop {sop}: no such SOP file or folder")
+    drafts = _drafts(args.draft or [])
     sock = _listen(args.host, args.port)
     import uvicorn
 
     from sopgraph.mcp_servers.console import Console
+    from sopgraph.mcp_servers.console_review import ReviewConsole
 
-    app = Console(store, tokens, sops=sops, approval=args.approval).app()
+    if drafts:
+        console = ReviewConsole(store, tokens, sops=sops, approval=args.approval, drafts=drafts)
+    else:
+        console = Console(store, tokens, sops=sops, approval=args.approval)
+    app = console.app()
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     if not _loopback(args.host):
@@ -93,6 +115,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     print(f"sopgraph console: http://{shown}:{port}/ (runs in {store_name(store)})", flush=True)
+    for name, folder in drafts.items():
+        print(f"draft review: http://{shown}:{port}/drafts/{quote(name)} ({folder})", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="off")
     try:
         uvicorn.Server(config).run(sockets=[sock])
@@ -120,5 +144,10 @@ def register(sub: Any) -> None:
         "--approval", choices=["ask", "reject"], default="ask",
         help="ask (default): the buttons approve or reject; reject: reject only, as "
         "`mcp serve --approval reject`",
+    )  # fmt: skip
+    u.add_argument(
+        "--draft", action="append", metavar="DIR",
+        help="also a review page for this draft folder (`sopgraph draft DOC -o DIR`) at "
+        "/drafts/<folder name>: the document beside the graph; repeat for more",
     )  # fmt: skip
     u.set_defaults(fn=cmd_ui)
