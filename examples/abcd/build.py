@@ -1,10 +1,17 @@
 """Build the ABCD SOP library: 14 of ABCD's intents, every one that branches on membership level.
 
-Each intent is written here as condition-action steps (``graphs/importers/tod_procedure.py``),
-each step citing the guideline sentence it encodes (``data/guidelines.json``, quoted in the
-node's ``source``), and compiled into ``<intent>/sop.yaml`` with a compiled tool per data
-condition (``<intent>/tools/``) and the scenario server (``<intent>/mcp.json``). Action nodes
-are named after ABCD's action buttons (``kb.json``; ``api.name`` is the button exactly).
+The intents are written in ``intents.py`` as condition-action steps
+(``graphs/importers/tod_procedure.py``), each step citing the guideline sentence it encodes
+(``data/guidelines.json``, quoted in the node's ``source``). This compiles each into
+``<intent>/sop.yaml`` with a compiled tool per data condition (``<intent>/tools/``) and the
+scenario server (``<intent>/mcp.json``). Action nodes are named after ABCD's action buttons
+(``kb.json``; ``api.name`` is the button exactly).
+
+Every data condition is a field of a record the scenario server serves, so every tool is a
+spec with one field measurement (``tools/spec``, docs/writing-tools.md): the membership level
+is one of the levels, the packaging or the Oracle's answer is ``yes``, the purchase date is
+within N days of the scenario's ``today`` (a field of the same order record). A scenario
+without the field (or without ``today``) gives ``no_data``.
 
 Run (rewrites the library; the tests check that the files match)::
 
@@ -18,322 +25,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from sopgraph.examples.abcd.intents import GUIDELINES, HERE, KB, Intent, build_intents
 from sopgraph.graphs.importers.native_yaml import dump_sop_yaml
 from sopgraph.graphs.importers.tod_procedure import Procedure, Step, to_sop
 from sopgraph.graphs.model import Sop
 
-HERE = Path(__file__).resolve().parent
-GUIDELINES = json.loads((HERE / "data" / "guidelines.json").read_text(encoding="utf-8"))
-KB = json.loads((HERE / "data" / "kb.json").read_text(encoding="utf-8"))
-END = "end-conversation"  # a button of the guidelines, not one of kb.json's 30 actions
-
-# data condition -> (MCP tool, field, how it holds)
-LEVELS = ("gold", "silver", "bronze", "guest")
-
-
-def cite(flow: str, sub: str, where: str) -> str:
-    """``"A2.s1"`` -> the quoted guideline text of actions[2].subtext[1] (``I0``: instructions[0])."""
-    entry = GUIDELINES[flow]["subflows"][sub]
-    parts = where.split(".")
-    if parts[0].startswith("I"):
-        text = entry["instructions"][int(parts[0][1:])]
-    else:
-        action = entry["actions"][int(parts[0][1:])]
-        text = action["text"] if len(parts) == 1 else action["subtext"][int(parts[1][1:])]
-    return f"ABCD guidelines: {flow} > {sub} > {where}: {' '.join(text.split())}"
-
-
-class Intent:
-    """Steps of one intent, with helpers that cite its guideline."""
-
-    def __init__(self, key: str, flow: str, sub: str):
-        self.key, self.flow, self.sub = key, flow, sub
-        self.ids: set[str] = set()
-        self.tools: dict[str, dict[str, Any]] = {}
-
-    def _id(self, base: str) -> str:
-        nid, n = base, 2
-        while nid in self.ids:
-            nid, n = f"{base}.{n}", n + 1
-        self.ids.add(nid)
-        return nid
-
-    def act(self, button: str, text: str, where: str, nid: str | None = None) -> Step:
-        meta = {"id": self._id(nid or button), "source": cite(self.flow, self.sub, where)}
-        meta["api"] = {"name": button}
-        return Step("action", text, meta=meta)
-
-    def judge(self, cond: str, where: str, body: list[Step], nid: str) -> Step:
-        meta = {"id": self._id(nid), "kind": "observation", "data": []}
-        meta["source"] = cite(self.flow, self.sub, where)
-        return Step("if", cond, body=body, meta=meta)
-
-    def data(self, cond: str, where: str, body: list[Step], nid: str, **check: Any) -> Step:
-        meta = {"id": self._id(nid), "kind": "constraint", "data": [check["field"]]}
-        meta["source"] = cite(self.flow, self.sub, where)
-        self.tools[meta["id"]] = check
-        return Step("if", cond, body=body, meta=meta)
-
-    def level(self, levels: tuple[str, ...], where: str, body: list[Step], nid: str) -> Step:
-        names = " or ".join(levels)
-        cond = f"the customer's membership level is {names}"
-        return self.data(cond, where, body, nid, field="customer.member_level", holds=levels)
-
-    def oracle(self, where: str, body: list[Step]) -> Step:
-        cond = "the Oracle says Yes (the company made the error)"
-        return self.data(cond, where, body, "oracle-yes", field="system.oracle", holds=("yes",))
-
-
-def go(nid: str) -> Step:
-    return Step("goto", nid)
-
-
-STOP = Step("stop")
-
-
-def _returns(key: str, sub: str, reason: str) -> tuple[Intent, Step]:
-    it = Intent(key, "Product Defect", sub)
-    windows = {"silver": ("6 months", 182), "bronze": ("90 days", 90), "guest": ("30 days", 30)}
-
-    def level_branch(level: str, where: str) -> Step:
-        label, days = windows[level]
-        checks = [
-            it.data(
-                f"the purchase date is within the last {label}",
-                where,
-                [go("enter-details")],
-                f"{level}-within-{days}-days",
-                field="order.purchase_date",
-                within_days=days,
-            ),
-            it.judge(
-                "the customer has a receipt", where, [go("enter-details")], f"{level}-receipt"
-            ),
-        ]
-        if level != "guest":
-            checks.append(
-                it.data(
-                    "the item is in its original packaging",
-                    where,
-                    [go("enter-details")],
-                    f"{level}-packaging",
-                    field="order.packaging",
-                    holds=("yes",),
-                )
-            )
-        cannot = it.act(END, "apologize and explain why the item cannot be returned", "A3.s1",
-                        nid=f"{END}-{level}")  # fmt: skip
-        return it.level((level,), where, [*checks, cannot, STOP], f"member-{level}")
-
-    steps = [
-        it.act("pull-up-account", "get the full name or account ID and pull up the account", "A0"),
-        it.act("validate-purchase", "validate the purchase (username, email, order ID)", "A1"),
-        it.act("membership", "enter the member level into Membership Privileges", "A2.s4"),
-        it.level(
-            ("gold",),
-            "A2.s0",
-            [
-                it.act("enter-details", "get the full address for the return label", "A4"),
-                it.act(
-                    "update-order",
-                    "process the return by mail, in store or at a drop off center",
-                    "A5.s1",
-                ),
-                STOP,
-            ],
-            "member-gold",
-        ),  # fmt: skip
-        level_branch("silver", "A2.s1"),
-        level_branch("bronze", "A2.s2"),
-        level_branch("guest", "A2.s3"),
-    ]
-    intent = f"the customer wants to return an item because of its {reason}"
-    return it, it.judge(intent, "A3", steps, "wants-return")
-
-
-def _shipped(it: Intent, where: str, body: list[Step]) -> Step:
-    cond = "the customer says the shipping status is 'Order Received' (not yet shipped)"
-    return it.judge(cond, where, body, "not-yet-shipped")
-
-
-def _order_start(it: Intent) -> list[Step]:
-    return [
-        it.act("pull-up-account", "get the full name or account ID and pull up the account", "A0"),
-        it.act(
-            "verify-identity", "look up the order with full name, account ID and order ID", "A1"
-        ),  # fmt: skip
-    ]
-
-
-def build_intents() -> list[tuple[Intent, Step]]:
-    out = [
-        _returns("return_stain", "Return Due to Stain", "stain"),
-        _returns("return_color", "Return Due to Color", "color"),
-        _returns("return_size", "Return Due to Size", "size"),
-    ]
-
-    it = Intent("status_mystery_fee", "Order Issue", "Status Mystery Fee")
-    out.append((it, it.judge("the customer believes an extra fee was added to their order", "I0", [
-        *_order_start(it),
-        it.act("ask-the-oracle", "ask the Oracle whether the company made an error", "A2.s0"),
-        it.oracle("A2.s1", [
-            it.act("update-order", "remove the fee: enter the overcharged amount", "A4.s1"), STOP]),
-        it.act("membership", "ask for the membership level and enter it", "A3.s0"),
-        it.level(("gold", "silver"), "A3.s1", [go("update-order")], "member-gold-silver"),
-        it.act(END, "apologize: the extra fee stays (customer error)", "A3.s2"),
-    ], "wants-fee-removed")))  # fmt: skip
-
-    it = Intent("manage_upgrade", "Order Issue", "Manage Upgrade")
-    out.append((it, it.judge("the customer wants to upgrade to overnight shipping", "I0", [
-        *_order_start(it),
-        it.act("shipping-status", "ask for the shipping status and enter it", "A2.s0"),
-        _shipped(it, "A2.s1", [
-            it.act("membership", "ask for the membership level and enter it", "A3.s0"),
-            it.level(("gold",), "A3.s1", [
-                it.act("update-order", "upgrade the shipping: enter 'tomorrow'", "A4.s0"), STOP,
-            ], "member-gold"),
-            it.judge("the customer agrees to charge $20 to the credit card on the account",
-                     "A3.s2", [go("update-order")], "accepts-fee"),
-            it.act(END, "apologize: the shipping cannot be upgraded", "I1", nid=f"{END}-declined"),
-            STOP,
-        ]),
-        it.act(END, "explain the item has already shipped and will arrive soon", "A2.s2"),
-    ], "wants-upgrade")))  # fmt: skip
-
-    it = Intent("manage_downgrade", "Order Issue", "Manage Downgrade")
-    out.append((it, it.judge("the customer wants to downgrade to next week delivery", "I0", [
-        *_order_start(it),
-        it.act("shipping-status", "ask for the shipping status and enter it", "A2.s0"),
-        _shipped(it, "A2.s1", [
-            it.act("membership", "find the membership level and enter it", "A3.s0"),
-            it.act("update-order", "delay the shipping: enter 'next week'", "A4.s0"),
-            STOP,
-        ]),
-        it.act("membership", "find the membership level and enter it", "A3.s0",
-               nid="membership-shipped"),
-        it.level(("gold", "silver", "bronze"), "A3.s1", [
-            it.act(END, "tell the customer a credit for the shipping fee is added back",
-                   "A3.s1", nid=f"{END}-credit"),
-            STOP,
-        ], "member-gold-silver-bronze"),
-        it.act(END, "apologize: nothing can be done for a guest whose item shipped", "A3.s2"),
-    ], "wants-downgrade")))  # fmt: skip
-
-    it = Intent("manage_create", "Order Issue", "Manage Create")
-    out.append((it, it.judge("the customer wants to add an item to their existing order", "I0", [
-        *_order_start(it),
-        it.act("shipping-status", "ask for the shipping status and enter it", "A2.s0"),
-        _shipped(it, "A2.s1", [
-            it.act("make-purchase", "enter the brand and item and make the purchase", "A4.s1"),
-            STOP,
-        ]),
-        it.act("membership", "ask for the membership level and enter it", "A3.s1"),
-        it.level(("gold", "silver"), "A3.s0", [go("make-purchase")], "member-gold-silver"),
-        it.act(END, "apologize: the item cannot be added to the order", "I1"),
-    ], "wants-add-item")))  # fmt: skip
-
-    it = Intent("manage_cancel", "Order Issue", "Manage Cancel")
-    out.append((it, it.judge("the customer wants to remove an item from their order", "I0", [
-        *_order_start(it),
-        it.act("shipping-status", "ask for the shipping status and enter it", "A2.s0"),
-        _shipped(it, "A2.s1", [
-            it.act("offer-refund", "offer the refund; the item is removed from the order",
-                   "A2.s1"),
-            STOP,
-        ]),
-        it.act("membership", "ask for the membership level and enter it", "A3"),
-        it.level(("gold", "silver", "bronze"), "A3.s0", [go("offer-refund")],
-                 "member-gold-silver-bronze"),
-        it.act(END, "tell a guest to call back to return the item once it arrives", "A3.s1"),
-    ], "wants-cancel")))  # fmt: skip
-
-    for key, sub, what in [
-        ("promo_code_invalid", "Promo Code Invalid", "is invalid"),
-        ("promo_code_out_of_date", "Promo Code Out of Date", "is out of date"),
-    ]:
-        it = Intent(key, "Purchase Dispute", sub)
-        out.append((it, it.judge(f"the customer complains that a promo code {what}", "I0", [
-            it.act("pull-up-account", "get the full name or account ID and pull up the account",
-                   "A0"),
-            it.act("ask-the-oracle", "ask the Oracle whether the customer made an error", "A2.s1"),
-            it.oracle("A2.s3", [
-                it.act("promo-code", "generate a new promo code and share it", "A4.s1"), STOP]),
-            it.act("membership", "enter the member level into Membership Privileges", "A3.s1"),
-            it.level(("gold", "silver", "bronze"), "A3.s2", [go("promo-code")],
-                     "member-gold-silver-bronze"),
-            it.act(END, "apologize: nothing can be done for a guest", "A3.s3"),
-        ], "complains-promo")))  # fmt: skip
-
-    it = Intent("mistimed_billing_already_returned", "Purchase Dispute",
-                "Mistimed Billing Already Returned")  # fmt: skip
-    out.append((it, it.judge("the customer returned an item and has not received the credit",
-                             "I0", [
-        it.act("pull-up-account", "get the full name or account ID and pull up the account", "A0"),
-        it.act("validate-purchase", "validate the purchase (username, email, order ID)", "A1"),
-        it.act("record-reason", "ask how many days the customer has waited and enter it", "A2.s1"),
-        it.judge("the customer has waited more than 7 days for the credit", "A2.s2", [
-            it.act("update-order", "start processing the credit: enter 'give credit'", "A4.s1"),
-            STOP,
-        ], "waited-over-7-days"),
-        it.act("membership", "ask for the membership level and enter it", "A3.s0"),
-        it.level(("gold",), "A3.s1", [go("update-order")], "member-gold"),
-        it.act(END, "apologize: the order cannot be updated", "A3.s2"),
-    ], "wants-credit")))  # fmt: skip
-
-    it = Intent("mistimed_billing_never_bought", "Purchase Dispute",
-                "Mistimed Billing Never Bought")  # fmt: skip
-    out.append((it, it.judge("the customer was billed for an item they never bought", "I0", [
-        it.act("pull-up-account", "get the full name or account ID and pull up the account", "A0"),
-        it.act("validate-purchase", "validate the purchase (username, email, order ID)", "A1"),
-        it.act("ask-the-oracle", "ask the Oracle whether the customer made an error", "A2.s0"),
-        it.oracle("A2.s1", [
-            it.act("update-order", "start processing the credit: enter 'give credit'", "A4.s1"),
-            STOP,
-        ]),
-        it.act("membership", "ask for the membership level and enter it", "A3.s0"),
-        it.level(("gold",), "A3.s1", [go("update-order")], "member-gold"),
-        it.act(END, "apologize: the order cannot be updated", "A3.s2"),
-    ], "wants-credit")))  # fmt: skip
-
-    it = Intent("manage_extension", "Subscription Inquiry", "Manage Extension")
-    out.append((it, it.judge("the customer wants an extension to pay their subscription", "I0", [
-        *_order_start(it),
-        it.act("membership", "enter the member level into Membership Privileges", "A2.s0"),
-        it.level(("gold",), "A2.s1", [
-            it.act("update-account", "enter 'extend subscription'", "A3.s0"), STOP,
-        ], "member-gold"),
-        it.level(("silver",), "A2.s2", [
-            it.judge("the customer is only 1 day late", "A2.s2", [go("update-account")],
-                     "one-day-late"),
-        ], "member-silver"),
-        it.act("enter-details", "get a phone number for the manager's call back", "A4.s1"),
-        it.act("notify-team", "enter 'manager' to notify the internal team", "A4.s3"),
-    ], "wants-extension")))  # fmt: skip
-
-    it = Intent("manage_dispute_bill", "Subscription Inquiry", "Manage Dispute Bill")
-    paid = [
-        it.judge("the customer has already paid the bill", "A4.s2", [
-            it.act("offer-refund", "enter the refund amount and offer the refund", "A4.s2"),
-            STOP,
-        ], "already-paid"),
-        it.act(END, "apologize for the misunderstanding (the bill is not paid yet)", "A4.s1",
-               nid=f"{END}-unpaid"),
-        STOP,
-    ]  # fmt: skip
-    out.append((it, it.judge("the customer disputes their subscription bill", "I0", [
-        *_order_start(it),
-        it.act("membership", "enter the member level into Membership Privileges", "A2.s0"),
-        it.level(("gold",), "A2.s1", paid, "member-gold"),
-        it.level(("silver",), "A2.s2", [
-            it.judge("the amount billed wrongly is less than $10", "A2.s2", [go("already-paid")],
-                     "under-10-dollars"),
-        ], "member-silver"),
-        it.act("ask-the-oracle", "ask the Oracle whether the customer is right", "A3"),
-        it.oracle("A3.s0", [go("already-paid")]),
-        it.act(END, "apologize: no refund (the Oracle says No)", "A3.s1"),
-    ], "disputes-bill")))  # fmt: skip
-    return out
-
+__all__ = ["build_intents", "intent_sop", "spec_of_check", "write_intent"]
 
 INPUT = {
     "scenario_id": {
@@ -361,42 +58,70 @@ def intent_sop(it: Intent, root: Step) -> Sop:
     return to_sop(proc, it.key)
 
 
+SERVER = "abcd"
+# a record of the scenario server -> the tool that serves it ("system" is the Oracle's answer)
+CALLS = {"customer": "get_customer", "order": "get_order", "system": "ask_the_oracle"}
+FIELDS = {"system.oracle": "oracle"}
+
+
+def spec_of_check(check: dict[str, Any]) -> dict[str, Any]:
+    """A data condition's check as a spec's JSON form: one field measurement ``holds``, 1
+    when the condition holds, and the state the condition looks for as the verdict's
+    threshold (``gold or silver``, ``yes``, ``within 90 days of today``)."""
+    scope, field = check["field"].split(".", 1)
+    measure: dict[str, Any] = {"server": SERVER, "tool": CALLS[scope],
+                               "args": {"scenario_id": "$scenario_id"},
+                               "field": FIELDS.get(check["field"], field)}  # fmt: skip
+    if check.get("within_days") is not None:
+        of_scope, of = check["of"].split(".", 1)
+        if of_scope != scope:
+            raise ValueError(f"{check['field']}: 'of' must be a field of the same record")
+        measure |= {"within_days": check["within_days"], "of": of}
+        stated = f"within {check['within_days']} days of {of}"
+    else:
+        measure["one_of"] = list(check["holds"])
+        stated = " or ".join(check["holds"])
+    return {"measures": {"holds": measure}, "value": "holds", "op": "==", "threshold": 1,
+            "verdict_threshold": stated}  # fmt: skip
+
+
 TOOL = '''"""Compiled tool of an ABCD SOP: {text}
 
-Generated by examples/abcd/build.py from the node's data condition.
+Generated by examples/abcd/build.py from the node's data condition: a field of the record
+the scenario server serves (a spec; no record, or no such field, is no_data).
 """
 
-from datetime import date
+from sopgraph.tools.spec import Check, Measure, tool
 
-from sopgraph.graphs.model import Verdict
-
-SERVER = "abcd"
-CALL = {call!r}
-FIELD = {field!r}
-HOLDS = {holds!r}
-WITHIN_DAYS = {days!r}
-
-
-async def run(input: dict, ctx) -> Verdict:
-    record = await ctx.mcp.call(SERVER, CALL, {{"scenario_id": input["scenario_id"]}})
-    value = record.get(FIELD)
-    if value in (None, ""):
-        return Verdict(value="no_data", explanation=f"the scenario has no {{FIELD}}")
-    if WITHIN_DAYS is not None:
-        if not record.get("today"):
-            return Verdict(value="no_data", explanation="the scenario gives no 'today'")
-        age = (date.fromisoformat(record["today"]) - date.fromisoformat(str(value))).days
-        return Verdict(
-            value=0 <= age <= WITHIN_DAYS, observed=age, threshold=WITHIN_DAYS,
-            explanation=f"purchased {{age}} days before {{record['today']}}",
-        )
-    observed = str(value).strip().lower()
-    return Verdict(
-        value=observed in HOLDS, observed=observed, threshold=list(HOLDS),
-        explanation=f"{{FIELD}} is {{observed}}",
-    )
+SPEC = Check(
+    measures={{
+        "holds": Measure(
+            {measure},
+        ),
+    }},
+    {check},
+)
+run = tool(SPEC)
 '''
-CALLS = {"customer": "get_customer", "order": "get_order", "system": "ask_the_oracle"}
+
+
+def _py(value: Any) -> str:
+    """``value`` as the tool file writes it: strings in double quotes, lists as tuples."""
+    if isinstance(value, list):
+        return "(" + ", ".join(map(_py, value)) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_py(k)}: {_py(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def tool_file(text: str, spec: dict[str, Any]) -> str:
+    """The tool file of a data condition whose spec (JSON form) is ``spec``."""
+    (measure,) = spec["measures"].values()
+    keywords = [f"{k}={_py(v)}" for k, v in measure.items()]
+    rest = [f"{k}={_py(v)}" for k, v in spec.items() if k != "measures"]
+    return TOOL.format(text=text, measure=",\n            ".join(keywords),
+                       check=", ".join(rest))  # fmt: skip
+
 
 MCP = {
     "$comment": "The ABCD scenario server: customer, order and the Oracle per scenario_id.",
@@ -428,11 +153,7 @@ def write_intent(it: Intent, root: Step, out: Path) -> Sop:
     staging = folder / "tools" / "_new"
     staging.mkdir()
     for nid, check in it.tools.items():
-        scope, field = check["field"].split(".")
-        text = sop.nodes[nid].text
-        code = TOOL.format(text=text, call=CALLS[scope], field="oracle" if scope == "system"
-                           else field, holds=tuple(check.get("holds", ())),
-                           days=check.get("within_days"))  # fmt: skip
+        code = tool_file(sop.nodes[nid].text, spec_of_check(check))
         path = staging / f"{nid}.py"
         path.write_text(code, encoding="utf-8")
         registry.add_file(nid, path, activate=True)

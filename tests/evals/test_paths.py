@@ -64,7 +64,7 @@ def test_a_wrong_tool_is_ranked_first_by_the_engineering_loop(tmp_path, capsys):
     sop = tmp_path / "manage_upgrade"
     shutil.copytree(UPGRADE, sop)
     tool = sop / "tools" / "member-gold" / "v1.py"
-    tool.write_text(tool.read_text().replace("HOLDS = ('gold',)", "HOLDS = ('silver',)"))
+    tool.write_text(tool.read_text().replace('one_of=("gold",)', 'one_of=("silver",)'))
     manifest = json.loads((sop / "tools" / "manifest.json").read_text())
     digest = hashlib.sha256(tool.read_bytes()).hexdigest()
     manifest["tools"]["member-gold"]["versions"]["1"]["sha256"] = digest
