@@ -9,6 +9,11 @@ worker whose heartbeat stops (killed, its machine gone) has its jobs put back by
 checkpoint: finished nodes are not run again, a finished run is returned as stored, and a
 gated action run again carries the same idempotency key (``graphs/idempotency.py``).
 
+A heartbeat that is only late puts back the job of a worker still running it; the thread's
+advisory lock (``runtime/thread_lock.py``), held for the whole run, keeps the second worker
+off the thread: it puts the job back for later instead (``ThreadBusy``), and whoever takes it
+once the holder is done or dead continues it from its checkpoint.
+
 Example:
     >>> jobs = await submit(dsn, "examples/fc_alarm_triage", inputs, approval="approve")
     >>> await serve(dsn, concurrency=8)  # in each worker process: `sopgraph queue worker`
@@ -24,14 +29,19 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from procrastinate import App, JobContext, PsycopgConnector, RetryStrategy
+import psycopg
+from procrastinate import App, BaseRetryStrategy, JobContext, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import ConnectorException
+from procrastinate.jobs import Job
+from procrastinate.manager import JobManager
+from procrastinate.retry import RetryDecision
 from procrastinate.schema import SchemaManager
 from pydantic import BaseModel
 
 from sopgraph.graphs.loader import load_sop
 from sopgraph.runtime.resume import within_policy
 from sopgraph.runtime.runner import Session, check_input, new_thread_id
+from sopgraph.runtime.thread_lock import ThreadBusy, ThreadLocks
 
 QUEUE = "sopgraph"  # the procrastinate queue the runs go through
 TASK = "sopgraph.run_input"
@@ -39,8 +49,12 @@ SCHEMA_LOCK = 0x736F_7067  # advisory lock held while one process creates the qu
 CONNECT_TIMEOUT_S = 5
 HEARTBEAT_S = 10.0  # procrastinate's default: a worker's heartbeat, every this many seconds
 STALLED_AFTER_S = 30.0  # no heartbeat for this long: the worker's jobs are put back
+BUSY_RETRY_S = 2.0  # a run whose thread another worker holds is tried again this much later
+FINISHED = ("succeeded", "failed", "cancelled", "aborted")  # the job statuses prune removes
 # a run that failed on the store or the network is tried again; it continues where it stopped
-RETRY = RetryStrategy(max_attempts=5, exponential_wait=1, retry_exceptions=[OSError])
+RETRY = RetryStrategy(
+    max_attempts=5, exponential_wait=1, retry_exceptions=[OSError, psycopg.OperationalError]
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +90,6 @@ async def ensure_schema(dsn: str) -> None:
     """Reach the database at ``dsn`` (``QueueError`` in one line if it does not answer) and
     create procrastinate's tables there unless they are there already."""
     check_dsn(dsn)
-    import psycopg
 
     try:
         conn = await psycopg.AsyncConnection.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S)
@@ -97,7 +110,46 @@ async def ensure_schema(dsn: str) -> None:
                 await conn.execute(SchemaManager.get_schema())  # no parameters: sent as is
 
 
-def queue_app(dsn: str, pool_size: int = 4) -> App:
+class RunRetry(BaseRetryStrategy):
+    """A busy thread is tried again ``busy_s`` later, for as long as its holder runs it (it is
+    not failing); any other error goes by ``RETRY``."""
+
+    def __init__(self, busy_s: float):
+        self.busy_s = busy_s
+
+    def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
+        if isinstance(exception, ThreadBusy):
+            return RetryDecision(retry_in={"seconds": self.busy_s})
+        return RETRY.get_retry_decision(exception=exception, job=job)
+
+
+def _gone(exc: ConnectorException) -> bool:
+    """The job is no longer ``doing``: the worker whose heartbeat was late finished it."""
+    return "Job was not found" in str(exc.__cause__)
+
+
+class _Jobs(JobManager):
+    """procrastinate's job manager, told that a job put back while its run went on may be
+    finished by the late worker before the one that took it after: that is not an error."""
+
+    async def finish_job(self, job: Job, status: Any, delete_job: bool) -> None:
+        try:
+            await super().finish_job(job, status, delete_job)
+        except ConnectorException as exc:
+            if not _gone(exc):
+                raise
+            log.info("job %s was finished by the worker that ran it", job.id)
+
+    async def retry_job(self, job: Job, *args: Any, **kwargs: Any) -> None:
+        try:
+            await super().retry_job(job, *args, **kwargs)
+        except ConnectorException as exc:
+            if not _gone(exc):
+                raise
+            log.info("job %s was finished by the worker that ran it", job.id)
+
+
+def queue_app(dsn: str, pool_size: int = 4, busy_retry_s: float = BUSY_RETRY_S) -> App:
     """The procrastinate app over ``dsn`` with the one task, ``run_input``."""
     connector = PsycopgConnector(
         conninfo=dsn,
@@ -106,7 +158,9 @@ def queue_app(dsn: str, pool_size: int = 4) -> App:
         kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
     )
     app = App(connector=connector)
-    app.task(name=TASK, queue=QUEUE, pass_context=True, retry=RETRY)(_run_input)
+    app.job_manager = _Jobs(connector=connector)
+    retry = RunRetry(busy_retry_s)
+    app.task(name=TASK, queue=QUEUE, pass_context=True, retry=retry)(_run_input)
     return app
 
 
@@ -145,7 +199,6 @@ async def submit(
 async def job_counts(dsn: str) -> dict[str, int]:
     """The queue's runs by job status (todo, doing, succeeded, failed, ...)."""
     await ensure_schema(dsn)
-    import psycopg
 
     async with await psycopg.AsyncConnection.connect(dsn) as conn:
         cur = await conn.execute(
@@ -188,13 +241,22 @@ async def _run_input(
     approval: str = "ask",
     approver: str | None = None,
 ) -> str:
-    """One job: run (or continue) ``thread_id`` on this worker's session for ``sop``."""
+    """One job: run (or continue) ``thread_id`` on this worker's session for ``sop``, holding
+    the thread's lock; ``ThreadBusy`` (the job goes back for later) if another worker holds it."""
     sessions: Sessions = context.additional_context["sessions"]
+    locks: ThreadLocks = context.additional_context["locks"]
     session = await sessions.get(sop)
     policy = within_policy(approval, sessions.approval)
     if policy != approval:  # the worker's operator cut the submitter's policy down
         approver = f"queue worker {context.worker_name}"
-    result = await session.run(input, thread_id=thread_id, approval=policy, approver=approver)
+    try:
+        async with locks.hold(thread_id):
+            result = await session.run(input, thread_id=thread_id, approval=policy,
+                                       approver=approver)  # fmt: skip
+    except ThreadBusy:
+        log.warning("job %s: thread %s is being run by another worker; the job goes back on "
+                    "the queue", context.job.id, thread_id)  # fmt: skip
+        raise
     return result.status
 
 
@@ -209,7 +271,7 @@ async def redeliver_stalled(app: App, stalled_after_s: float) -> None:
             )
             for job in stalled:
                 try:
-                    await app.job_manager.retry_job(job)
+                    await JobManager.retry_job(app.job_manager, job)
                 except ConnectorException:  # another worker put it back first
                     continue
                 log.warning("job %s (thread %s) put back: its worker stopped", job.id,
@@ -231,6 +293,7 @@ async def serve(
     stalled_after_s: float = STALLED_AFTER_S,
     until_idle: bool = False,
     warm: tuple[str | Path, ...] = (),
+    busy_retry_s: float = BUSY_RETRY_S,
     **session_kw: Any,
 ) -> None:
     """Be one queue worker: take up to ``concurrency`` runs at once until stopped (SIGINT or
@@ -238,12 +301,17 @@ async def serve(
     The sessions of the SOPs in ``warm`` open before the first job (else at their first job).
 
     ``approval`` is the operator's policy for gated actions: a run submitted with a policy
-    that reaches further (``approve`` under ``ask``) runs under this one.
+    that reaches further (``approve`` under ``ask``) runs under this one. A job whose thread
+    another worker is running goes back on the queue for ``busy_retry_s`` seconds.
     """
     await ensure_schema(dsn)
     # the heartbeat and the fetch each take a connection, and every finishing job one
-    app = queue_app(dsn, pool_size=concurrency + 2)
-    async with app.open_async(), Sessions(dsn, approval, **session_kw) as sessions:
+    app = queue_app(dsn, pool_size=concurrency + 2, busy_retry_s=busy_retry_s)
+    async with (
+        app.open_async(),
+        ThreadLocks(dsn, size=concurrency) as locks,
+        Sessions(dsn, approval, **session_kw) as sessions,
+    ):
         for sop in warm:  # keyed as jobs name them: by absolute path
             await sessions.get(str(Path(sop).resolve()))
         redeliver = asyncio.create_task(redeliver_stalled(app, stalled_after_s))
@@ -253,7 +321,7 @@ async def serve(
                 name=worker_name(),
                 concurrency=concurrency,
                 wait=not until_idle,
-                additional_context={"sessions": sessions},
+                additional_context={"sessions": sessions, "locks": locks},
                 update_heartbeat_interval=heartbeat_s,
                 stalled_worker_timeout=stalled_after_s,
                 fetch_job_polling_interval=min(5.0, heartbeat_s),
@@ -261,3 +329,35 @@ async def serve(
         finally:
             redeliver.cancel()
             await asyncio.gather(redeliver, return_exceptions=True)
+
+
+class Pruned(BaseModel):
+    """What ``prune`` removed: finished jobs and their events."""
+
+    jobs: int
+    events: int
+
+
+async def prune(dsn: str, older_than_s: float) -> Pruned:
+    """Delete the queue's finished jobs (succeeded, failed, cancelled, aborted) whose last event
+    is older than ``older_than_s``, with their events; jobs to do or being done stay.
+
+    procrastinate's own ``remove_old_jobs`` does this in whole hours and says nothing of what
+    it removed; this is its query, to the second, with the counts."""
+    await ensure_schema(dsn)
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        cur = await conn.execute(
+            "WITH old AS (SELECT j.id FROM procrastinate_jobs j WHERE j.queue_name = %(q)s "
+            "  AND j.status::text = ANY(%(finished)s) AND (SELECT max(e.at) FROM "
+            "  procrastinate_events e WHERE e.job_id = j.id) < now() - make_interval("
+            "  secs => %(s)s)), "
+            "events AS (SELECT count(*) AS n FROM procrastinate_events "
+            "  WHERE job_id IN (SELECT id FROM old)), "
+            "gone AS (DELETE FROM procrastinate_jobs WHERE id IN (SELECT id FROM old) "
+            "  RETURNING id) "
+            "SELECT (SELECT count(*) FROM gone), (SELECT n FROM events)",
+            {"q": QUEUE, "finished": list(FINISHED), "s": older_than_s},
+        )
+        row = await cur.fetchone()
+    jobs, events = row or (0, 0)
+    return Pruned(jobs=jobs, events=events)

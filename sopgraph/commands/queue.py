@@ -1,5 +1,5 @@
-"""``sopgraph queue worker|submit|status`` and ``sopgraph run --queue``: runs on the job queue
-that lives in the Postgres checkpoint store (``runtime/queue.py``)."""
+"""``sopgraph queue worker|submit|status|prune`` and ``sopgraph run --queue``: runs on the job
+queue that lives in the Postgres checkpoint store (``runtime/queue.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,18 @@ from sopgraph.arguments import positive_int
 from sopgraph.errors import UserError
 
 _URL_HELP = "the Postgres database of the checkpoints and the queue: postgresql://user@host/db"
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def duration(text: str) -> float:
+    """An argparse type: a duration in seconds from ``7d``, ``12h``, ``30m``, ``1d12h``."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", text.strip())
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: write a number and a unit, e.g. 7d, 12h or 30m "
+            "(units s, m, h, d, w)"
+        )
+    return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
 def _queued(go: Any) -> Any:
@@ -122,6 +135,29 @@ def cmd_queue_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(seconds: float) -> str:
+    """``seconds`` in the largest unit that divides it: 604800 -> 1w, 36 -> 36s."""
+    for unit, size in sorted(_UNITS.items(), key=lambda u: -u[1]):
+        if seconds and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def cmd_queue_prune(args: argparse.Namespace) -> int:
+    from sopgraph.runtime.queue import check_dsn, prune, store_name
+
+    _check(check_dsn, args.queue)
+    pruned = _queued(prune(args.queue, args.older_than))
+    if args.json:
+        print(json.dumps(pruned.model_dump()))
+        return 0
+    print(
+        f"queue at {store_name(args.queue)}: removed {pruned.jobs} finished job(s) older than "
+        f"{_shown(args.older_than)} and their {pruned.events} event(s)"
+    )
+    return 0
+
+
 def cmd_queue_worker(args: argparse.Namespace) -> int:
     from sopgraph.runtime import eventloop
     from sopgraph.runtime.queue import (
@@ -169,7 +205,7 @@ def _approval(p: argparse.ArgumentParser, what: str, default: str) -> None:
 
 
 def register(sub: Any) -> None:
-    """Register ``queue worker``, ``queue submit`` and ``queue status``."""
+    """Register ``queue worker``, ``queue submit``, ``queue status`` and ``queue prune``."""
     q = sub.add_parser(
         "queue", help="runs on a job queue in the Postgres checkpoint store, over many workers"
     )
@@ -223,3 +259,18 @@ def register(sub: Any) -> None:
     st.add_argument("--queue", required=True, help=_URL_HELP)
     st.add_argument("--json", action="store_true", help="print the counts as JSON")
     st.set_defaults(fn=cmd_queue_status)
+
+    pr = qsub.add_parser(
+        "prune",
+        help="delete finished jobs (succeeded, failed, cancelled, aborted) and their events",
+    )
+    pr.add_argument("--queue", required=True, help=_URL_HELP)
+    pr.add_argument(
+        "--older-than",
+        required=True,
+        type=duration,
+        metavar="DURATION",
+        help="only jobs finished longer ago than this: 7d, 12h, 30m, 1d12h",
+    )
+    pr.add_argument("--json", action="store_true", help="print the counts as JSON")
+    pr.set_defaults(fn=cmd_queue_prune)

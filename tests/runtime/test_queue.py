@@ -1,7 +1,8 @@
 """The job queue's commands (``runtime/queue.py``): a queue that is not running is one line and
 nothing queued; a run put on the queue is read back with ``runs show``; a job delivered twice
 returns the finished run without running a node again; the worker's approval policy caps the
-submitter's; a missing ``[queue]`` extra is the extra's line."""
+submitter's; ``queue prune`` removes only old finished jobs; a missing ``[queue]`` extra is the
+extra's line."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 from pg_fixture import pg_dsn  # noqa: F401 - the fixture
 from sop_factory import VALVE_SOP, make_sop
@@ -109,3 +111,31 @@ def test_a_queued_run_is_read_back_and_a_second_delivery_runs_no_node(
     paused = json.loads(out)
     assert paused["status"] == "interrupted"
     assert [i["node"] for i in paused["result"]["interrupts"]] == ["open_valve"]
+
+    # prune: only finished jobs whose last event is older than the cut-off, with their events
+    rc, out, _ = _cli(capsys, "queue", "prune", "--queue", pg_dsn, "--older-than", "1h", "--json")
+    assert rc == 0 and json.loads(out) == {"jobs": 0, "events": 0}
+    with psycopg.connect(pg_dsn) as conn:  # q-1's two jobs finished two hours ago
+        conn.execute(
+            "UPDATE procrastinate_events SET at = at - interval '2 hours' WHERE job_id IN "
+            "(SELECT id FROM procrastinate_jobs WHERE args->>'thread_id' = 'q-1')"
+        )
+        (q1_events,) = conn.execute(
+            "SELECT count(*) FROM procrastinate_events e JOIN procrastinate_jobs j "
+            "ON j.id = e.job_id WHERE j.args->>'thread_id' = 'q-1'"
+        ).fetchone()
+    rc, out, _ = _cli(capsys, "queue", "prune", "--queue", pg_dsn, "--older-than", "1h30m")
+    assert rc == 0 and out.strip().endswith(
+        f"removed 2 finished job(s) older than 90m and their {q1_events} event(s)"
+    )
+    rc, out, _ = _cli(capsys, "queue", "status", "--queue", pg_dsn, "--json")
+    assert json.loads(out) == {"succeeded": 1}  # q-2's job stays
+    assert _cli(capsys, "runs", "show", "q-1", "--checkpoint", pg_dsn)[0] == 0  # the run stays
+
+
+@pytest.mark.parametrize("text", ["7", "d", "7 days", "1h-", "1x"])
+def test_a_prune_age_that_is_not_a_duration_is_one_error_line(text, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["queue", "prune", "--queue", "postgresql://x@127.0.0.1/q", "--older-than", text])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and "is not a duration" in err[-1] and "e.g. 7d" in err[-1]
