@@ -30,25 +30,29 @@ alone is a guess against an answer the agent derived from the same data.
 
 from __future__ import annotations
 
-import ast
-import builtins
 import json
-import keyword
 import pprint
 import re
 import time
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from sopgraph.evals.sopbench.agent_result import token_usage
-from sopgraph.nodes.agent_middleware import ANSWER_TOOL, content_text
-from sopgraph.nodes.codeact_window import parsed
+from sopgraph.evals.sopbench.gathered import gathered
+from sopgraph.evals.sopbench.rule_code import (
+    MARK,
+    as_function,
+    catches,
+    checked_answer,
+    program,
+    reads,
+)
+from sopgraph.nodes.agent_middleware import content_text
 
 ATTEMPTS = 2  # the first reply, then once more with its error
 MAX_TOKENS = 1024  # a reply: the rule as code (the local model's default budget is 512)
-MARK = "__sopgraph_answer__"
 SAMPLE_TEMPERATURE = 0.5  # the other replies a vote samples (as CodeAct's resampling)
 
 SYSTEM = "You write short, plain Python that applies a Standard Operating Procedure's rule."
@@ -75,8 +79,6 @@ QUOTE = """Above each step of the code, copy the procedure's sentence that the s
 for word, as a `#` comment.
 """
 
-_READS = re.compile(r"\bdata\s*(\[|\.get\b)")
-_RESERVED = {"data", "answer", "json"}  # the program's own names
 UNREAD = "the code never reads `data`: apply the procedure's rule to its values"
 
 CATCHES = (
@@ -116,50 +118,6 @@ class Decision(BaseModel):
     seconds: float = 0.0
 
 
-def _parsed(text: str) -> Any:
-    """JSON that ``text`` opens with (a note after it, such as the loop guard's, is dropped),
-    else the text itself."""
-    try:
-        return json.JSONDecoder().raw_decode(text.strip())[0]
-    except (json.JSONDecodeError, TypeError, AttributeError):
-        return text
-
-
-# A string that is a number written plainly: no sign but minus, no leading zero, no exponent
-# (so "0100" and "1e5" stay text: an identifier or code, not a quantity).
-_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
-
-
-def typed(value: Any) -> Any:
-    """A number written as a string (tools over CSV files return every value so) as the
-    number; anything else as it is."""
-    text = value.strip() if isinstance(value, str) else ""
-    if not _NUMBER.fullmatch(text):
-        return value
-    return float(text) if "." in text else int(text)
-
-
-def gathered(inputs: dict[str, Any], messages: list[BaseMessage]) -> dict[str, Any]:
-    """The task's input, then every field of every tool result in call order (a field two
-    results name keeps the later value); a result that is not a JSON object is kept whole
-    under its tool's name. The agent's own ``answer`` call is not data, nor is a failed call
-    of a tool that another call of it answered (the model had called such an error message as
-    a function); a failure no call made good stays (it may be the answer: "not found").
-    Top-level values that are numbers written as strings become numbers (``typed``): the
-    rule's code compares them with the SOP's thresholds."""
-    data: dict[str, Any] = dict(inputs)
-    results = [m for m in messages if isinstance(m, ToolMessage) and m.name != ANSWER_TOOL]
-    for m in results:
-        if m.status == "error" and any(o.name == m.name and o.status != "error" for o in results):
-            continue  # a tool that also answered: its failed call's error is not data
-        value = _parsed(content_text(m.content))
-        if isinstance(value, dict):
-            data.update(value)
-        else:
-            data[m.name or "result"] = value
-    return {k: typed(v) for k, v in data.items()}
-
-
 def decide_prompt(
     sop: str, data: dict[str, Any], allowed: dict[str, list[str]], quote: bool = False
 ) -> str:
@@ -176,156 +134,6 @@ def decide_prompt(
         allowed=lines,
         quote=QUOTE if quote else "",
     )
-
-
-def fields(data: dict[str, Any]) -> list[str]:
-    """The keys of ``data`` that the program also defines as variables: each that is a plain
-    name, not a keyword, a builtin or one of the program's own names. The small model reads
-    a few fields as ``data["x"]`` and then writes the rest as bare names, as the procedure
-    writes them (``NameError`` on our own shipment_hold and on SOP-Bench); a name that would
-    fail anyway now reads its field instead. A name the code assigns is the code's."""
-    return [
-        k
-        for k in data
-        if k.isidentifier()
-        and not keyword.iskeyword(k)
-        and not k.startswith("_")
-        and not hasattr(builtins, k)
-        and k not in _RESERVED
-    ]
-
-
-def reads(code: str, data: dict[str, Any]) -> bool:
-    """The code reads ``data``: indexes it, calls its ``get``, or reads a field's variable."""
-    if _READS.search(code):
-        return True
-    tree = parsed(code)
-    names = set(fields(data))
-    return tree is not None and any(
-        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names
-        for n in ast.walk(tree)
-    )
-
-
-def program(code: str, data: dict[str, Any]) -> str:
-    """The code the sandbox runs: ``data`` defined first, each of its ``fields`` a variable
-    too, the answer printed last."""
-    return (
-        "import json\n"
-        f"data = json.loads({json.dumps(data, default=str)!r})\n"
-        f"globals().update({{k: data[k] for k in {fields(data)!r}}})\n"
-        f"{code}\n"
-        f"print({MARK!r} + json.dumps(answer, default=str))\n"
-    )
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value).strip()
-
-
-def checked_answer(
-    printed: str, allowed: dict[str, list[str]]
-) -> tuple[dict[str, str] | None, str | None]:
-    """The answer the code printed, or why it is not usable (one line)."""
-    line = next((ln for ln in reversed(printed.splitlines()) if ln.startswith(MARK)), None)
-    if line is None:
-        return None, "it printed no answer"
-    value = _parsed(line[len(MARK) :])
-    if len(allowed) == 1 and not isinstance(value, dict | list):
-        value = {next(iter(allowed)): value}  # one output column: its value given alone
-    if not isinstance(value, dict):
-        return None, f"`answer` is {type(value).__name__}, not a dict"
-    out: dict[str, str] = {}
-    for col, vals in allowed.items():
-        if col not in value:
-            return None, f"`answer` has no {col!r} key"
-        text = _text(value[col])
-        if vals:
-            match = next((v for v in vals if v.lower() == text.lower()), None)
-            if match is None:
-                return None, f"answer[{col!r}] is {text!r}, not one of {vals}"
-            text = match
-        elif not text:
-            return None, f"answer[{col!r}] is empty"
-        out[col] = text
-    return out, None
-
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-
-
-def _scope_nodes(tree: ast.AST):
-    """The nodes of ``tree`` outside any function, lambda or class it defines."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, _SCOPES):
-            continue
-        yield node
-        yield from _scope_nodes(node)
-
-
-def catches(code: str) -> bool:
-    """The code has a ``try`` of its own: an error it catches is an answer the host never
-    sees fail (a value the data lacks turned into a default label)."""
-    tree = parsed(code)
-    return tree is not None and any(isinstance(n, ast.Try | ast.TryStar) for n in ast.walk(tree))
-
-
-def _stray_breaks(nodes: Any) -> Any:
-    """The ``break`` statements among ``nodes`` outside any loop, function or class (a
-    SyntaxError as written); a loop's ``else`` is outside that loop."""
-    for node in nodes:
-        if isinstance(node, _SCOPES):
-            continue
-        if isinstance(node, ast.Break):
-            yield node
-        elif isinstance(node, _LOOPS):
-            yield from _stray_breaks(node.orelse)
-        else:
-            yield from _stray_breaks(ast.iter_child_nodes(node))
-
-
-class _Exit(ast.NodeTransformer):
-    def __init__(self, breaks: set[int]):
-        self.breaks = breaks
-
-    def visit_Break(self, node: ast.Break) -> ast.AST:
-        if id(node) not in self.breaks:
-            return node
-        return ast.copy_location(ast.Return(ast.Name("answer", ast.Load())), node)
-
-
-def as_function(code: str) -> str:
-    """Code that ``return``s outside a function or ``break``s outside a loop (the procedure's
-    "no further step applies" written as an early exit) run as the body of one: a bare
-    ``return`` or such a ``break`` returns ``answer``, ``return x`` returns ``x``, and
-    ``answer`` is what the body returns. Any other code is returned unchanged."""
-    tree = parsed(code)
-    if tree is None:
-        return code
-    returns = [n for n in _scope_nodes(tree) if isinstance(n, ast.Return)]
-    breaks = {id(n) for n in _stray_breaks(tree.body)}
-    if not returns and not breaks:
-        return code
-    for node in returns:
-        if node.value is None:
-            node.value = ast.Name("answer", ast.Load())
-    tree = _Exit(breaks).visit(tree)
-    rule = ast.FunctionDef(
-        name="__sopgraph_rule",
-        args=ast.arguments([], [], None, [], [], None, []),
-        body=[*tree.body, ast.Return(ast.Name("answer", ast.Load()))],
-        decorator_list=[],
-        returns=None,
-        type_params=[],
-    )
-    call = ast.Assign(
-        [ast.Name("answer", ast.Store())], ast.Call(ast.Name("__sopgraph_rule", ast.Load()), [], [])
-    )
-    module = ast.Module([rule, call], [])
-    return ast.unparse(ast.fix_missing_locations(module))
 
 
 async def _attempt(

@@ -1,5 +1,6 @@
-"""Decide by code (``evals/sopbench/decide.py``): the data the code sees, the answer the host
-accepts, the code run in the real sandbox, and the one retry with the error."""
+"""Decide by code (``evals/sopbench/decide.py``, ``gathered.py``, ``rule_code.py``): the data
+the code sees, the answer the host accepts, the code run in the real sandbox, and the one retry
+with the error."""
 
 from __future__ import annotations
 
@@ -11,22 +12,23 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from sopgraph.evals.sopbench.decide import (
     CATCHES,
-    MARK,
     QUOTE,
     UNREAD,
     abstains,
-    as_function,
-    catches,
-    checked_answer,
     decide_by_code,
     decide_prompt,
     decide_verified,
+    voted,
+)
+from sopgraph.evals.sopbench.gathered import gathered, typed
+from sopgraph.evals.sopbench.rule_code import (
+    MARK,
+    as_function,
+    catches,
+    checked_answer,
     fields,
-    gathered,
     program,
     reads,
-    typed,
-    voted,
 )
 from sopgraph.nodes.sandbox import run_code
 
