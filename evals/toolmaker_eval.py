@@ -1,10 +1,12 @@
-"""``sopgraph eval toolmaker``: per-node held-out pass@1 of the tool-making pipeline.
+"""``sopgraph eval toolmaker``: per-node held-out pass@1 of the spec tool-maker.
 
 For each configuration, seed and node, one make runs on the node's training cases and its
-kept candidate is scored on the held-out cases in the sandbox (a tool passes only if every
-held-out case is right, as in the paper). Every make record is saved, so each figure can be
-traced to its candidates, traces and diagnoses. The trivial baseline is a tool that always
-answers the training cases' most common verdict.
+kept spec is scored on the held-out cases (a tool passes only if every held-out case is right,
+as in the paper). Every make record is saved, so each figure can be traced to its samples,
+the search's steps and the diagnoses. Beside it: the LLM-free search (the same execution with
+no model) and the trivial baseline, a tool that always answers the training cases' most common
+verdict. Label-free makes never read the training labels; their held-out score still reads the
+held-out labels, as the paper reports pass@1.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from sopgraph.evals.fc_triage.dataset import load_cases
-from sopgraph.tools.toolmaker.pipeline import make_tool, score_heldout
 from sopgraph.tools.toolmaker.record import Case, MakeRecord
 from sopgraph.tools.toolmaker.session import MakeSession  # noqa: F401 - also a type here
 
@@ -58,59 +59,6 @@ def majority_baseline(train: list[Case], held_out: list[Case]) -> float:
     return round(sum(c.expected == label for c in held_out) / len(held_out), 4)
 
 
-async def eval_toolmaker(
-    session: MakeSession,
-    cases_dir: Path,
-    nodes: list[str],
-    configs: list[str],
-    seeds: list[int],
-    *,
-    rounds: int = 3,
-    traces: int = 3,
-    out_dir: Path | None = None,
-    on_stage: Callable[[str, str, str, str], None] | None = None,
-    on_row: Callable[[list[dict[str, Any]]], None] | None = None,
-) -> list[dict[str, Any]]:
-    """One row per (node, seed, config); records saved under ``out_dir`` when given.
-
-    Node-major, so a run cut short still holds every configuration of the nodes it reached;
-    ``on_row`` gets the rows so far after each make (to save partial results).
-    """
-    rows = []
-    for node in nodes:
-        for seed in seeds:
-            for config in configs:
-                deps = session.deps(node)
-                train = node_cases(cases_dir, node, "train")
-                held_out = node_cases(cases_dir, node, "eval")
-
-                def stage(s: str, d: str, node=node, config=config) -> None:
-                    if on_stage:
-                        on_stage(config, node, s, d)
-
-                start = time.perf_counter()
-                try:
-                    record = await make_tool(
-                        deps, train, config=config, rounds=rounds, seed=seed,
-                        traces=traces, on_stage=stage,
-                    )  # fmt: skip
-                    record = await score_heldout(deps, record, held_out)
-                except Exception as exc:  # noqa: BLE001 - one node's failure is its row
-                    record = MakeRecord(
-                        node=node, config=config, seed=seed, model=session.model,  # type: ignore[arg-type]
-                        notes=[f"make failed: {type(exc).__name__}: {exc}"],
-                        seconds=round(time.perf_counter() - start, 2),
-                    )  # fmt: skip
-                if out_dir is not None:
-                    path = out_dir / config.replace("+", "_") / f"seed{seed}" / f"{node}.json"
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(record.model_dump_json(indent=1, by_alias=True))
-                rows.append(_row(record, train, held_out))
-                if on_row:
-                    on_row(rows)
-    return rows
-
-
 def _row(record: MakeRecord, train: list[Case], held_out: list[Case]) -> dict[str, Any]:
     return {
         "config": record.config,
@@ -125,7 +73,6 @@ def _row(record: MakeRecord, train: list[Case], held_out: list[Case]) -> dict[st
         "seconds": record.seconds,
         "baseline_eval_acc": majority_baseline(train, held_out),
         "notes": record.notes,
-        "sandbox_reason": record.best.sandbox_reason if record.best else None,
     }
 
 

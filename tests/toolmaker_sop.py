@@ -1,17 +1,14 @@
-"""A one-table SOP for tool-maker tests: a toy SQL warehouse, labeled cases, scripted answers.
+"""A one-table SOP for the tool-maker's command tests: a toy SQL warehouse and labeled cases.
 
-The node asks whether the belt averaged more than {fill_max_pct}% over the last 15 minutes.
-The right spec windows the query and skips nulls; the spec without a window gets S3, S4 and
-S6 wrong (an old reading flips the average, or stands in for missing data).
+The node asks whether the belt averaged more than {fill_max_pct}% over the last 15 minutes;
+the commands' input checks (one error line before any model call) run against it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import dspy
@@ -20,7 +17,6 @@ from dspy.dsp.utils.settings import DEFAULT_CONFIG
 
 from sopgraph.tools.registry import Registry
 from sopgraph.tools.toolmaker.record import Case
-from sopgraph.tools.toolmaker.session import MakeSession
 
 SERVER = Path(__file__).resolve().parent / "servers" / "toy_warehouse.py"
 T = "2026-01-01T10:00:00Z"
@@ -33,22 +29,6 @@ TRAIN = [Case(site=s, timestamp=T, input={"site": s, "timestamp": T}, expected=L
          for s in ("S1", "S2", "S3", "S4", "S5", "S6")]  # fmt: skip
 HELD_OUT = [Case(site=s, timestamp=T, input={"site": s, "timestamp": T}, expected=LABELS[s])
             for s in ("S7", "S8")]  # fmt: skip
-WINDOW = "t > datetime('{sql_time}', '-15 minutes') AND t <= '{sql_time}'"
-RIGHT = {
-    "server": "warehouse",
-    "query": "SELECT avg(fill_pct) FROM readings WHERE site = '{site}' AND " + WINDOW,
-    "column": "",
-    "aggregate": "first",
-    "operator": ">",
-    "threshold": "fill_max_pct",
-    "empty": "no_data",
-}
-NO_WINDOW = {**RIGHT, "query": "SELECT avg(fill_pct) FROM readings WHERE site = '{site}'"}
-WRONG_WAY = {**RIGHT, "operator": "<"}  # right window, inverted comparison: 0 of 4 decided right
-
-
-def diagnosis(text: str = "The query has no 15-minute window: add t > alarm - 15 min.") -> dict:
-    return {"diagnosis": text}
 
 
 def make_toy_sop(root: Path, human_tool: bool = True) -> Path:
@@ -90,10 +70,3 @@ def make_toy_sop(root: Path, human_tool: bool = True) -> Path:
 def reset_dspy() -> None:
     """DSPy's global settings back to their defaults (after a test that configured them)."""
     dspy.settings.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
-
-
-@contextlib.asynccontextmanager
-async def toy_session(tmp: Path, chat=None, model: str = "dummy") -> AsyncIterator[MakeSession]:
-    """A tool-making session over a fresh toy SOP in ``tmp`` (its MCP server started once)."""
-    async with MakeSession(make_toy_sop(tmp / "toy_belt"), chat=chat, model=model) as s:
-        yield s

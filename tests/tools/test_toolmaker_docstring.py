@@ -10,8 +10,8 @@ import pytest
 
 from sopgraph.tools.jailed import spec_data
 from sopgraph.tools.toolmaker.demos import canonical
+from sopgraph.tools.toolmaker.docstring import docstring
 from sopgraph.tools.toolmaker.sampling import tool_file
-from sopgraph.tools.toolmaker.spec import ToolSpec, compile_spec, docstring
 
 SPEC = {
     "measures": {"paid": {"server": "shop", "table": "orders", "column": "paid",
@@ -53,12 +53,3 @@ def test_a_spec_tool_file_parses_and_its_spec_reloads(text):
         f"obs_paid (made by the tool-maker as a spec): {shown}"
     )
     assert spec_data(source) == canonical(SPEC)
-
-
-@pytest.mark.parametrize("text", NASTY)
-def test_a_compiled_tool_spec_file_parses_with_the_text_in_its_docstring(text):
-    spec = ToolSpec(server="robotics", query="up", operator=">", threshold="2")
-    source = compile_spec(spec, "obs_x", text, "query", "time").encode("utf-8")
-    doc = ast.get_docstring(ast.parse(source), clean=False)
-    shown = " ".join(text.split())[:400]
-    assert doc.startswith(f"obs_x (made by the tool-maker from a ToolSpec): {shown}\n\nSpec:\n")

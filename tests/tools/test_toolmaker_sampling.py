@@ -8,6 +8,7 @@ the host's search fixes a convention; the LLM-free baseline is the same search w
 from __future__ import annotations
 
 import copy
+import shutil
 
 import pytest
 from dspy.utils import DummyLM
@@ -16,8 +17,12 @@ from pydantic import ValidationError
 
 from sopgraph.evals.toolmaker_eval import node_cases, spec_deps
 from sopgraph.examples import EXAMPLES
+from sopgraph.tools.commands import tools_promote, tools_revert
+from sopgraph.tools.registry import Registry
 from sopgraph.tools.toolmaker.demos import canonical
 from sopgraph.tools.toolmaker.grammar import spec_model
+from sopgraph.tools.toolmaker.pipeline import register
+from sopgraph.tools.toolmaker.record import MakeRecord
 from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
 from sopgraph.tools.toolmaker.search import llm_free
 
@@ -90,6 +95,34 @@ async def test_candidates_are_chosen_by_execution_on_the_training_cases(session)
         deps, record, node_cases(session.cases, "obs_upstream_flow_low", "eval")
     )
     assert record.eval_pass == 1.0
+
+
+@shared_loop
+async def test_a_made_spec_is_registered_inactive_then_promoted_with_a_diff_and_reverted(
+    session, tmp_path
+):
+    node = "obs_upstream_flow_low"
+    deps = await spec_deps(session, node)
+    deps.lm = DummyLM([{"spec": {**FLOW, "scale": 100}}])
+    record = await make_spec_tool(deps, node_cases(session.cases, node, "train"), samples=1)
+    sop = tmp_path / "triage"
+    shutil.copytree(TRIAGE, sop)  # the example's own library is left as it is
+    registry = Registry(sop / "tools")
+    before = registry.entry(node).active
+    version = register(record, registry)
+    entry = registry.entry(node)
+    assert entry.active == before  # registered, not promoted
+    info = entry.version(version)
+    assert (info.author, info.train_pass) == (f"tool-maker:{record.model}", 1.0)
+    saved = MakeRecord.model_validate_json((registry.lib_dir / node / info.record).read_text())
+    assert saved.best.candidate.spec == {**FLOW, "scale": 100}
+
+    shown = tools_promote(sop, node, version)
+    assert f"+++ {node}/v{version}.py" in shown and "train 100%" in shown
+    assert shown.endswith(f"{node}: v{version} is active (was v{before})")
+    assert registry.resolve(node).version == version
+    assert tools_revert(sop, node) == f"{node}: reverted to v{before} (was v{version})"
+    assert registry.resolve(node).version == before
 
 
 @shared_loop

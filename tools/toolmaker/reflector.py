@@ -1,8 +1,8 @@
 """The reflector: a short diagnosis of a candidate's failures, which the next rewrite follows.
 
 It receives what the paper's reflector receives: the failing (input, expected, predicted)
-triples, with the queries the candidate made and what they returned, and the candidate; with
-the +D configurations also the data-collection traces that ground it in working code.
+triples with what the candidate measured, and the candidate (``evidence`` is ``none`` in the
+spec pipeline: its data description is in the tool-maker's own prompt).
 """
 
 from __future__ import annotations
@@ -39,11 +39,3 @@ class Reflector:
         except Exception as exc:  # noqa: BLE001 - the rewrite still sees the failures
             return f"(no diagnosis: {call_failure(exc)})", Usage()
         return " ".join(str(pred.diagnosis or "").split())[:1200], usage
-
-
-def feedback_text(candidate: str, failures: str, diagnosis: str | None) -> str:
-    """What the tool-maker's rewrite sees: the previous candidate, the failures, the diagnosis."""
-    parts = [f"previous candidate:\n{candidate}", f"failing cases:\n{failures}"]
-    if diagnosis:
-        parts.append(f"diagnosis:\n{diagnosis}")
-    return "\n\n".join(parts)

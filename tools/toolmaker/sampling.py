@@ -40,13 +40,13 @@ from sopgraph.prompts.toolmaker import CheckMakerModule
 from sopgraph.tools.toolmaker.context import NodeBrief, check_text
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import Demo, canonical, render
+from sopgraph.tools.toolmaker.docstring import docstring
 from sopgraph.tools.toolmaker.execution import Score, SpecRunner, failures_text
 from sopgraph.tools.toolmaker.grammar import as_spec_dict, response_format, spec_model
 from sopgraph.tools.toolmaker.maker import call_failure, usage_of
 from sopgraph.tools.toolmaker.record import Candidate, Case, MakeRecord, Round, Sample
 from sopgraph.tools.toolmaker.reflector import Reflector
 from sopgraph.tools.toolmaker.search import enumerate_specs, improve, size
-from sopgraph.tools.toolmaker.spec import docstring
 
 SAMPLES = 8
 ROUNDS = 1  # repair rounds after the first (each samples again around the diagnosis)
