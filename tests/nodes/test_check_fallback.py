@@ -134,6 +134,12 @@ async def test_a_nodes_checks_are_drawn_once_and_run_on_each_input(session, tmp_
     second = await fallback.decide(node, other)
     assert len(lm.history) == 3  # no new draw
     assert second.verdict.value == "false"  # the same Check, run on the other input
+    # the draw's tokens are counted once, in the run that drew: the reuse spent none
+    assert first.detail["check"]["drawn"] and not second.detail["check"]["drawn"]
+    assert "input_tokens" in first.detail and "input_tokens" not in second.detail
+    assert first.detail["input_tokens"] == sum(
+        int((h.get("usage") or {}).get("prompt_tokens") or 0) for h in lm.history
+    )
 
 
 @shared_loop

@@ -44,6 +44,7 @@ from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import library_specs, nearest
 from sopgraph.tools.toolmaker.execution import CachedMcp
 from sopgraph.tools.toolmaker.grammar import response_format, spec_model
+from sopgraph.tools.toolmaker.maker import Usage
 from sopgraph.tools.toolmaker.sampling import (
     SpecDeps,
     inputs,
@@ -170,14 +171,21 @@ class CheckFallback:
             sop=self.sop, node=node, brief=brief, data=data, runner=None,  # type: ignore[arg-type]
             demos=demos, input_fields=fields, lm=self.lm, model=self.model,
         )  # fmt: skip
-        tally = await self._sample(deps, reply, ctx)
+        tally, spent = await self._sample(deps, reply, ctx)
         detail: dict[str, Any] = {
             "samples": [c.row() for c in tally.candidates],
             "votes": tally.votes(),
+            "drawn": spent is not None,  # False: the Checks drawn for an earlier input ran
         }
+        # the draw's tokens are the run's that drew it (run_tokens sums the step's detail)
+        tokens = (
+            {"input_tokens": spent.input_tokens, "output_tokens": spent.output_tokens}
+            if spent is not None
+            else {}
+        )
         verdict, why = tally.winner()
         if verdict is None:
-            return Outcome(None, self.name, error=why, detail={"check": detail})
+            return Outcome(None, self.name, error=why, detail={"check": detail, **tokens})
         kept = tally.kept(verdict)
         detail["kept"] = kept.index
         detail["registered"] = self._register(node, kept.spec or {}, tally)
@@ -189,7 +197,7 @@ class CheckFallback:
                 explanation=f"{n} of {len(tally.candidates)} sampled Checks: {verdict}",
             ),
             self.name,
-            detail={"check": detail},
+            detail={"check": detail, **tokens},
         )
 
     async def _catalog(self, pool: Any) -> tuple[Catalog, DataCatalog]:
@@ -200,10 +208,14 @@ class CheckFallback:
             self._catalogs[id(pool)] = (catalog, data)
         return self._catalogs[id(pool)]
 
-    async def _sample(self, deps: SpecDeps, reply: Any, ctx: ToolContext) -> Tally:
+    async def _sample(
+        self, deps: SpecDeps, reply: Any, ctx: ToolContext
+    ) -> tuple[Tally, Usage | None]:
+        """The node's Checks run on the input, with the tokens drawing them spent (None: they
+        were drawn for an earlier input)."""
         fmt = response_format(reply)
         texts = inputs(deps, CONFIG, "none")
-        drawn = await self._drawn(deps.node.id, fmt, texts)
+        drawn, spent = await self._drawn(deps.node.id, fmt, texts)
         # every distinct MCP call once: candidates often read the same data
         run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
         tally, seen = Tally(), {}
@@ -220,12 +232,13 @@ class CheckFallback:
                 continue
             seen[key] = i
             await _run(cand, spec, ctx.input, run_ctx)
-        return tally
+        return tally, spent
 
     async def _drawn(
         self, node_id: str, fmt: dict[str, Any], texts: dict[str, str]
-    ) -> list[tuple[dict[str, Any] | None, str | None]]:
-        """The node's sampled Checks: drawn once per prompt, then run on every input.
+    ) -> tuple[list[tuple[dict[str, Any] | None, str | None]], Usage | None]:
+        """The node's sampled Checks: drawn once per prompt, then run on every input; with the
+        tokens the draw spent, or None when they were drawn before.
 
         The prompt holds the node, its grammar, the catalog and the demonstrations, not the
         input's values, so a Check drawn for one input is the same program for the next; drawing
@@ -235,15 +248,17 @@ class CheckFallback:
         key = hashlib.sha256(
             json.dumps([node_id, fmt, texts], sort_keys=True, default=str).encode()
         ).hexdigest()
-        if key not in self._draws:
-            drawn = []
-            for i in range(self.samples):
-                spec, problem, _ = await sample_spec(
-                    self.module, self.lm, fmt, sample_config(i, i), texts
-                )
-                drawn.append((spec, problem))
-            self._draws[key] = drawn
-        return self._draws[key]
+        if key in self._draws:
+            return self._draws[key], None
+        drawn, spent = [], Usage()
+        for i in range(self.samples):
+            spec, problem, used = await sample_spec(
+                self.module, self.lm, fmt, sample_config(i, i), texts
+            )
+            drawn.append((spec, problem))
+            spent.add(used)
+        self._draws[key] = drawn
+        return drawn, spent
 
     def _register(self, node: Node, spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
         """The kept Check as a new, inactive version (an identical one already there is kept)."""
