@@ -34,12 +34,12 @@ from pydantic import BaseModel, Field, create_model
 
 from sopgraph.evals.sopbench.agents import (
     REACT_NOTE,
-    REASONING,
     FunctionCallingAgent,
     ReActAgent,
     offering_tools,
     results_as_user_turns,
 )
+from sopgraph.evals.sopbench.answer_schema import REASONING
 from sopgraph.graphs.idempotency import acting
 from sopgraph.nodes.agent_middleware import ANSWER_TOOL
 from sopgraph.nodes.mcp import ServerConfig

@@ -8,6 +8,7 @@ is done or approved and ``false`` only when an approver rejects it, so it never 
 ``no_data``; its verdict carries no output, so ``when`` predicates can test only ``value``;
 and it does not route natural-language conditions. Children behind any other key never run.
 ``on_error`` is allowed on actions: any action may have a registry tool that fails.
+The warnings (parts that are suspicious but still run) are in ``graphs/sop_warnings.py``.
 """
 
 from __future__ import annotations
@@ -42,13 +43,6 @@ MAX_SUGGESTION_WORK = 2_000_000
 MAX_LOOP_SHOWN = 12
 
 
-class SopWarning(Problem):
-    """Something suspicious that still runs; printed as ``warning:``, never fails a load."""
-
-    def __str__(self) -> str:
-        return f"warning: {self.file}:{self.line}: {self.node or '-'}: {self.message}"
-
-
 def validate(sop: Sop, lines: LineMap, file: str) -> list[Problem]:
     """Every graph-level mistake in ``sop``, in file order; empty when the SOP is sound.
 
@@ -58,12 +52,6 @@ def validate(sop: Sop, lines: LineMap, file: str) -> list[Problem]:
         []
     """
     return _Checker(sop, lines, file).problems()
-
-
-def find_warnings(sop: Sop, lines: LineMap, file: str) -> list[SopWarning]:
-    """Suspicious but runnable parts of ``sop``: unused params, dead-end observations,
-    visit bounds outside any loop. In file order."""
-    return _Checker(sop, lines, file).warnings()
 
 
 class _Checker:
@@ -357,48 +345,6 @@ class _Checker:
             back.source,
             f"{back.where} jumps back to '{head}': the loop {shown} {what}",
         )
-
-    # -- warnings ------------------------------------------------------------------------------
-
-    def warnings(self) -> list[SopWarning]:
-        found: list[SopWarning] = []
-        texts = " ".join(n.text for n in self.sop.nodes.values())
-        used = set(_PARAM.findall(texts))
-        for name in self.sop.params:
-            if name not in used:
-                found.append(
-                    SopWarning(
-                        self.file,
-                        self.lines.of("params", name),
-                        "",
-                        f"parameter '{name}' appears in no node text; a tool may still read "
-                        "it, else delete it",
-                    )
-                )
-        graph = self._graph()
-        in_loop = {n for loop in cycles(graph, self.ids) for n in loop}
-        for node in self.sop.nodes.values():
-            line = self.lines.node(node.id)
-            if node.kind in ("observation", "constraint") and not node.next.edges():
-                found.append(
-                    SopWarning(
-                        self.file,
-                        line,
-                        node.id,
-                        f"this {node.kind} leads nowhere, so its verdict changes nothing; add "
-                        "'next' edges, or make it a root_cause if it is a conclusion",
-                    )
-                )
-            if node.max_visits is not None and node.id not in in_loop:
-                found.append(
-                    SopWarning(
-                        self.file,
-                        self.lines.node(node.id, "max_visits"),
-                        node.id,
-                        "'max_visits' has no effect: this node is in no loop",
-                    )
-                )
-        return sorted(found, key=lambda p: p.line)
 
 
 def _reach_new(graph: Graph, start: str, reached: set[str]) -> int:

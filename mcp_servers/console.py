@@ -10,7 +10,7 @@ the trail records the token's identity as the approver. A form POST made with th
 cookie must carry the session's CSRF token and, when the browser sends one, a same-origin
 ``Origin``. Every value read from a run is escaped (``console_pages``).
 
-Wrong tokens are throttled (``server_auth.LoginThrottle``, as on the HTTP MCP server): after
+Wrong tokens are throttled (``login_throttle.LoginThrottle``, as on the HTTP MCP server): after
 ``MAX_FAILURES`` within ``WINDOW_SECONDS`` from one client address, or ``GLOBAL_FAILURES`` from
 all of them, every token from that address (or from anyone) is answered 429 with
 ``Retry-After`` until ``LOCKOUT_SECONDS`` pass, a right one included, so the lockout says
@@ -46,7 +46,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sopgraph.mcp_servers import console_pages as pages
-from sopgraph.mcp_servers.server_auth import LoginThrottle, Throttled, TokenTable, client_address
+from sopgraph.mcp_servers.login_throttle import LoginThrottle, Throttled, client_address
+from sopgraph.mcp_servers.server_auth import TokenTable
 from sopgraph.runtime.runs import RunRecord, RunsError, list_runs, read_run, store_name
 
 CONSOLE_APPROVALS = ("ask", "reject")

@@ -41,12 +41,11 @@ from sopgraph.mcp_servers.enterprise_policy import (
 from sopgraph.mcp_servers.enterprise_store import DEFAULT_DATA, Company, load_company
 from sopgraph.mcp_servers.enterprise_tools import CALLER, RETURNED, add_tools
 from sopgraph.mcp_servers.http_transport import guard_session_manager, quiet_disconnects
+from sopgraph.mcp_servers.login_throttle import LoginThrottle, TokenThrottle
 from sopgraph.mcp_servers.server_auth import (
     TOKENS_HELP,
-    LoginThrottle,
     TokenError,
     TokenTable,
-    TokenThrottle,
     auth_settings,
     load_tokens,
     request_identity,

@@ -153,7 +153,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 """``MeasuredAnswer`` as the JSON schema llama.cpp decodes under (``explanation`` bounded by
 hand: a grammar spells each optional character out,
-``nodes/models/_tool_format.MAX_GRAMMAR_REPEAT``)."""
+``nodes/models/_grammar_safe.MAX_GRAMMAR_REPEAT``)."""
 
 
 def code_grammar(

@@ -3,18 +3,18 @@
 Both get the SOP in the system prompt, every tool the server offers (the domain's, plus
 distractors in a bloat run) through langchain-mcp-adapters, a turn budget (the paper's 10 and
 15 model calls), and only the task's input columns. The final text is parsed into the output
-columns; a run that ends without them, or past its budget, is not completed.
+columns; a run that ends without them, or past its budget, is not completed. The typed
+answer they offer is built in ``answer_schema.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import time
 from contextlib import AsyncExitStack
-from typing import Any, Literal
+from typing import Any
 
 import openai
 from langchain.agents.middleware import AgentMiddleware
@@ -22,10 +22,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel
 
 from sopgraph.evals.sopbench.agent_result import AgentResult, token_usage
 from sopgraph.evals.sopbench.answer import parse_answer
+from sopgraph.evals.sopbench.answer_schema import allowed_values, answer_schema
 from sopgraph.evals.sopbench.domain import Domain, Task
 from sopgraph.evals.sopbench.server import server_config
 from sopgraph.nodes.agent_middleware import ANSWER_TOOL, ForceAnswer, LoopGuard, content_text
@@ -239,53 +240,6 @@ class McpToolsAgent:
             turns=sum(isinstance(m, AIMessage) for m in messages),
             steps=_steps(messages, self.result_chars),
         )
-
-
-_QUOTED = re.compile(r"[\"“]([^\"”\n]{1,40})[\"”]")
-
-
-def allowed_values(sop_text: str, column: str) -> list[str]:
-    """The values the SOP text itself lists for ``column``, or [] when it lists none.
-
-    Read from the sentences that name the column (its name, or its last word: "the decision
-    is \"Approved\"" for ``refund_decision``): the quoted values there, when there are at least
-    two. Never from the data: a value the SOP does not spell out leaves the field free text.
-    """
-    words = [w for w in re.split(r"[\s_-]+", column.lower()) if w]
-    if not words:
-        return []
-    keys = {" ".join(words), words[-1]}
-    values: list[str] = []
-    for sentence in re.split(r"(?<=[.;:!?])\s+|\n", sop_text):
-        low = sentence.lower().replace("_", " ")
-        if any(re.search(rf"\b{re.escape(k)}\b", low) for k in keys):
-            values += [v.strip() for v in _QUOTED.findall(sentence) if v.strip()]
-    unique = list(dict.fromkeys(values))
-    return unique if len(unique) >= 2 else []
-
-
-REASONING = "reasoning"
-REASONING_NOTE = (
-    "first, in one or two short sentences: which rule of the procedure the results meet, "
-    "with the numbers"
-)
-
-
-def answer_schema(domain: Domain) -> type[BaseModel]:
-    """The ``answer`` action: a short ``reasoning`` first, then one field per output column,
-    an enum where the SOP lists values.
-
-    The reasoning comes first so that a model decoding under the schema's grammar applies the
-    procedure's rule to its results before it writes the decision (it is kept in the record,
-    never scored).
-    """
-    fields: dict[str, Any] = {REASONING: (str, Field(description=REASONING_NOTE))}
-    for col in domain.output_columns:
-        values = allowed_values(domain.sop_text, col)
-        kind: Any = Literal[tuple(values)] if values else str  # type: ignore[valid-type]
-        fields[col] = (kind, Field(description=f"the SOP's {col}"))
-    model = create_model(ANSWER_TOOL, __doc__="The final answer the procedure gives.", **fields)
-    return model
 
 
 class _ToolResultsAsText(AgentMiddleware):

@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from sopgraph.nodes.models._grammar_safe import grammar_safe
+
 ToolFormat = Literal["chatml-function-calling", "hermes", "json-schema"]
 TOOL_FORMATS: tuple[ToolFormat, ...] = get_args(ToolFormat)
 DEFAULT_TOOL_FORMAT: ToolFormat = "json-schema"
@@ -365,42 +367,3 @@ def _call_schema(tool: dict[str, Any], thought: bool) -> dict[str, Any]:
         tool.get("parameters") or {"type": "object", "properties": {}}
     )
     return {"type": "object", "properties": properties, "required": list(properties)}
-
-
-MAX_GRAMMAR_REPEAT = 64
-"""Length bounds above this are dropped from a schema before llama.cpp makes it a grammar."""
-
-
-def grammar_safe(schema: Any) -> Any:
-    """``schema`` without what llama-cpp-python cannot turn into a grammar llama.cpp accepts.
-
-    - ``maxLength: 2000`` is spelt out as 2,000 nested optional characters: bounds above
-      ``MAX_GRAMMAR_REPEAT`` are dropped.
-    - ``pattern``: its regex converter wrote ``^P_\\d{5}$`` as a quoted literal with a ``\\d``
-      escape, which llama.cpp rejects; the server then sampled with no grammar and segfaulted
-      (SOP-Bench's dangerous_goods specs). ``\\d`` becomes ``[0-9]``; a pattern with any other
-      escape is dropped.
-
-    The tool still checks what is dropped.
-    """
-    if isinstance(schema, list):
-        return [grammar_safe(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {}
-    for key, value in schema.items():
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {
-                name: grammar_safe(sub) for name, sub in value.items()
-            }  # names, not keywords
-            continue
-        if key in ("maxLength", "maxItems", "minLength", "minItems") and (
-            isinstance(value, int) and value > MAX_GRAMMAR_REPEAT
-        ):
-            continue
-        if key == "pattern" and isinstance(value, str):
-            value = value.replace("\\d", "[0-9]")
-            if "\\" in value:  # another escape: its converter may write it into a literal
-                continue
-        out[key] = value if key in ("const", "enum", "default") else grammar_safe(value)
-    return out

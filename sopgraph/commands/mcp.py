@@ -27,7 +27,7 @@ def _check_port_free(host: str, port: int) -> None:
 
 
 def cmd_mcp_serve(args: argparse.Namespace) -> int:
-    from sopgraph.mcp_servers.sopgraph_server import serve
+    from sopgraph.mcp_servers.sopgraph_serve import serve
 
     if args.transport == "http":
         _check_port_free(args.host, args.port)
@@ -56,7 +56,7 @@ def cmd_mcp_convert(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Register ``mcp``, ``mcp serve`` and ``mcp convert`` on the top-level subparsers."""
-    # Options mirror mcp_servers.sopgraph_server.add_serve_args; importing it here would load
+    # Options mirror mcp_servers.sopgraph_serve.add_serve_args; importing it here would load
     # the MCP SDK (about a second) for every sopgraph command.
     m = sub.add_parser("mcp", help="offer the SOPs to MCP clients; convert mcp.yaml")
     msub = m.add_subparsers(dest="mcp_command", required=True)

@@ -16,14 +16,8 @@ from sopgraph.output_file import write_output
 
 
 def cmd_eval_toolmaker(args: argparse.Namespace) -> int:
-    from sopgraph.evals.toolmaker_eval import (
-        NODE_SET,
-        dump,
-        eval_spec_toolmaker,
-        render_report,
-        sampling_speed,
-        summarize,
-    )
+    from sopgraph.evals.toolmaker_eval import NODE_SET, eval_spec_toolmaker
+    from sopgraph.evals.toolmaker_report import dump, render_report, sampling_speed, summarize
     from sopgraph.tools.toolmaker.session import MakeSession
 
     sop_dir = common.sop_dir_of(args.sop)

@@ -155,7 +155,7 @@ async def test_typed_answer_ends_the_run(cls):
 
 
 def test_answer_schema_takes_the_sop_values_never_the_data():
-    from sopgraph.evals.sopbench.agents import allowed_values, answer_schema
+    from sopgraph.evals.sopbench.answer_schema import allowed_values, answer_schema
 
     schema = answer_schema(load_domain(REFUND)).model_json_schema()
     assert schema["title"] == "answer"

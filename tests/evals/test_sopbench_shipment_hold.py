@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sopgraph.evals.sopbench.agents import allowed_values, answer_schema
+from sopgraph.evals.sopbench.answer_schema import allowed_values, answer_schema
 from sopgraph.evals.sopbench.domain import load_domain
 from sopgraph.evals.sopbench.server import server_config
 from sopgraph.nodes.mcp import McpError, McpPool

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from sopgraph.graphs.loader import SopError, load_sop, load_sop_text, parse_yaml
-from sopgraph.graphs.validate import find_warnings
+from sopgraph.graphs.sop_warnings import find_warnings
 from sopgraph.graphs.yaml_limits import MAX_NODES, MAX_SOP_BYTES
 
 DATA = Path(__file__).resolve().parents[1] / "data"

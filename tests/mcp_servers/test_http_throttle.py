@@ -1,4 +1,4 @@
-"""Wrong bearer tokens on `sopgraph mcp serve --transport http` are throttled (``server_auth
+"""Wrong bearer tokens on `sopgraph mcp serve --transport http` are throttled (``login_throttle
 .TokenThrottle`` over the console's ``LoginThrottle``): against a real server process, five wrong
 tokens from one address are 401 each, then every request from it is 429 with Retry-After, a
 right token too, and parallel guesses get no more tries than sequential ones; in process, over
@@ -17,7 +17,8 @@ import pytest
 from mcp_servers.test_http_security import HEADERS, INITIALIZE, env  # noqa: F401 - env: a fixture
 from starlette.testclient import TestClient
 
-from sopgraph.mcp_servers.server_auth import LoginThrottle, TokenTable
+from sopgraph.mcp_servers.login_throttle import LoginThrottle
+from sopgraph.mcp_servers.server_auth import TokenTable
 from sopgraph.mcp_servers.sop_catalog import Catalog
 from sopgraph.mcp_servers.sop_sessions import Hub
 from sopgraph.mcp_servers.sopgraph_server import create_server

@@ -8,27 +8,11 @@ at module level or inside a function (a lazy import still ties the two files tog
 from __future__ import annotations
 
 import ast
-import importlib.util
-import tomllib
 from pathlib import Path
 
+from package_files import package_modules
+
 from sopgraph.graphs.topology import Edge, cycles, shortest_cycle
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def package_modules() -> dict[str, Path]:
-    """Module name -> source file, for every package the distribution installs."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    modules: dict[str, Path] = {}
-    for package in config["tool"]["setuptools"]["packages"]:
-        spec = importlib.util.find_spec(package)
-        assert spec and spec.submodule_search_locations, f"{package} is not installed"
-        for location in spec.submodule_search_locations:
-            for file in sorted(Path(location).glob("*.py")):
-                name = package if file.stem == "__init__" else f"{package}.{file.stem}"
-                modules[name] = file
-    return modules
 
 
 def _imported(name: str, file: Path, known: set[str]) -> set[str]:

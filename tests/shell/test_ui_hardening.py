@@ -13,7 +13,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from sopgraph.mcp_servers import console as console_module
-from sopgraph.mcp_servers.console import COOKIE, Console, LoginThrottle
+from sopgraph.mcp_servers.console import COOKIE, Console
+from sopgraph.mcp_servers.login_throttle import LoginThrottle
 from sopgraph.mcp_servers.server_auth import TokenTable
 
 ALICE_TOKEN = "alice-token-" + "a" * 32
