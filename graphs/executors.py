@@ -37,16 +37,6 @@ class ToolContext:
     # a gated execution's key (``graphs/idempotency.py``): the same when the action runs again
     idempotency_key: str | None = None
 
-    # The alarm fields the CodeAct sub-agent's prompt names (its recorded cassettes are keyed
-    # on that prompt); tools read ``input`` instead.
-    @property
-    def site(self) -> str:
-        return str(self.input.get("site", ""))
-
-    @property
-    def timestamp(self) -> str:
-        return str(self.input.get("timestamp", ""))
-
 
 @dataclass
 class Outcome:

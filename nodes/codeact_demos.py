@@ -3,10 +3,8 @@
 For a node the sub-agent decides, the ``k`` library nodes nearest to it (``tools/similar``:
 never its own tool; one that reads the same metric, a sibling check on another window or
 device, is fair: the library holds it when this node's tool is missing) run their spec on
-this input, with every MCP call they make recorded; those whose text states the node's own
-scope come first (``codeact_scope``: the alarmed station, or a count over the site's
-stations). The sub-agent is shown each call as the Python it would write
-(``robotics_execute_query(query=..., time=NOW)``), what came back and the verdict the spec
+this input, with every MCP call they make recorded. The sub-agent is shown each call as the Python it would write
+(``metrics_execute_query(query=..., time=NOW)``), what came back and the verdict the spec
 reached: real queries against this input's data, with the data's own result shapes, for other
 checks. A demonstration that fails to run (it needs an input field this input lacks) is left
 out, and the next nearest stands in.
@@ -14,7 +12,7 @@ out, and the next nearest stands in.
 Example:
     >>> demos = await LibraryDemos(registry).for_node(node, ctx, k=2)   # doctest: +SKIP
     >>> demos[0].calls[0].function                                       # doctest: +SKIP
-    'robotics_execute_query'
+    'metrics_execute_query'
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from typing import Any
 from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Node
-from sopgraph.nodes.codeact_scope import check_scope
 from sopgraph.nodes.mcp_functions import function_name
 from sopgraph.prompts.codeact import DemoCall, DemoRun, table_rows
 from sopgraph.tools.registry import Registry
@@ -78,22 +75,14 @@ class LibraryDemos:
             self._pool = library_specs(sop, self.registry)
         return self._pool
 
-    async def for_node(
-        self, node: Node, ctx: ToolContext, k: int = DEFAULT_DEMOS, scoped: bool = True,
-        counters: bool = False,
-    ) -> list[DemoRun]:  # fmt: skip
-        """Up to ``k`` demonstrations run on ``ctx``'s input (fewer when one fails to run);
-        ``scoped``: those of the check's own scope first; ``counters``: a counter's increase
-        shown as code (``computation``)."""
+    async def for_node(self, node: Node, ctx: ToolContext, k: int = DEFAULT_DEMOS) -> list[DemoRun]:
+        """Up to ``k`` demonstrations run on ``ctx``'s input (fewer when one fails to run)."""
         if k <= 0 or ctx.mcp is None:
             return []
         ranked = nearest(self.pool(), node.text, list(node.data), MAX_TRIED, node.id, copies=True)
-        scope = check_scope(ctx.text or node.text) if scoped else None
-        if scope is not None:  # the check's own scope first: the model copies the first
-            ranked.sort(key=lambda e: check_scope(e.text) != scope)  # stable: nearest first
         out = []
         for entry in ranked:  # the next nearest stands in for one this input cannot run
-            demo = await run_demo(entry, ctx, counters)
+            demo = await run_demo(entry, ctx)
             if demo is not None:
                 out.append(demo)
             if len(out) == k:
@@ -110,7 +99,7 @@ def _as_asked(name: str, value: Any) -> Any:
     return value
 
 
-async def run_demo(entry: Entry, ctx: ToolContext, counters: bool = False) -> DemoRun | None:
+async def run_demo(entry: Entry, ctx: ToolContext) -> DemoRun | None:
     """``entry``'s spec run on ``ctx``'s input, its MCP calls recorded; None when it fails."""
     recorder = _Recorder(ctx.mcp)
     try:
@@ -135,7 +124,7 @@ async def run_demo(entry: Entry, ctx: ToolContext, counters: bool = False) -> De
         node=entry.node,
         text=with_params(entry.text, params),
         calls=calls,
-        compute=computation(check, seen, calls, ctx, counters),
+        compute=computation(check, seen, calls, ctx),
         data=list(entry.data),
         comparison=check.op,
         threshold=Bound.threshold(check.threshold, ctx),
@@ -150,12 +139,10 @@ ACROSS = {"count": "len({x})", "sum": "sum({x})", "max": "max({x})", "min": "min
           "mean": "sum({x}) / len({x})"}  # fmt: skip
 
 
-def computation(
-    check: Check, seen: dict[str, Any], calls: list[DemoCall], ctx: Any, counters: bool = False
-) -> list[str]:
+def computation(check: Check, seen: dict[str, Any], calls: list[DemoCall], ctx: Any) -> list[str]:
     """The Python that turns the demonstration's results into its value, as the spec computes
     it: a series measurement from ``series_values`` (scaled, kept, reduced across series), a
-    table one from the row that holds its number, and with ``counters`` a counter's increase
+    table one from the row that holds its number, a counter's increase
     (or rises) from its rows (``counter_lines``); then the value's formula. Empty when a
     measurement is none of these (the demonstration then prints every result)."""
     lines = []
@@ -173,7 +160,7 @@ def computation(
                 x = f"[v for v in {x} if v {m.keep.op} {Bound.threshold(m.keep.threshold, ctx):g}]"
             lines.append(f"{name} = {ACROSS[m.across].format(x=x)}")
             continue
-        if at is not None and counters and getattr(m, "reduce", None) in COUNTERS:
+        if at is not None and getattr(m, "reduce", None) in COUNTERS:
             counted = counter_lines(name, m.reduce, at, calls[at - 1].result, value)
             if counted:
                 lines += counted
@@ -194,8 +181,8 @@ def counter_lines(name: str, reduce: str, at: int, result: Any, value: Any) -> l
     """The Python that sums a counter's steps from its ``(counted, value)`` rows, as the spec
     does (``tools.kit.counter_steps``: a step down is a reset and counts the new value;
     ``rises`` counts the steps above 0), when it computes ``value`` from ``result``; else [].
-    Measured without it (alarms 133-156): a demonstration printed a jam counter's rows (9, 9,
-    ...) and answered 0 jams; the model copied the rows and answered the counter's 5."""
+    Measured without it: a demonstration printed a counter's rows (9, 9, ...) and answered 0;
+    the model copied the rows and answered the counter's value."""
     columns = result.get("columns") if isinstance(result, dict) else None
     if value is None or not columns or len(columns) != 2:
         return []

@@ -34,7 +34,6 @@ class McpFunctions:
 
     def __init__(self) -> None:
         self._listed: dict[tuple[int, str], list[Any]] = {}
-        self._tables: dict[tuple[int, str], dict[str, list[str]]] = {}
 
     async def for_node(
         self, node: Node, ctx: ToolContext
@@ -67,30 +66,6 @@ class McpFunctions:
                 )
                 functions[name] = _forward(pool, server, tool.name)
         return specs, functions, problems
-
-    async def tables(self, ctx: ToolContext, server: str) -> dict[str, list[str]]:
-        """A SQL server's tables and their columns, from its ``list_tables`` and
-        ``list_columns`` tools (read once per pool); {} when it has no such tools or they
-        fail."""
-        pool = ctx.mcp
-        key = (id(pool), server)
-        if key not in self._tables:
-            self._tables[key] = {}
-            try:
-                listed = _rows(await pool.call(server, "list_tables", {}))
-                for name in (t.get("table") or t.get("name") for t in listed):
-                    columns = _rows(await pool.call(server, "list_columns", {"table": name}))
-                    self._tables[key][str(name)] = [str(c.get("name")) for c in columns]
-            except Exception:  # noqa: BLE001 - no catalog: the grammar holds nothing more
-                self._tables[key] = {}
-        return self._tables[key]
-
-
-def _rows(result: Any) -> list[dict[str, Any]]:
-    """A listing tool's rows: its list, or the list a structured result wraps."""
-    if isinstance(result, dict):
-        result = result.get("result", [])
-    return [r for r in result if isinstance(r, dict)] if isinstance(result, list) else []
 
 
 def _forward(pool: Any, server: str, tool: str) -> ToolFn:

@@ -29,7 +29,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from sopgraph.graphs.executors import ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import chat_span, record_usage
-from sopgraph.nodes.codeact import message_text, model_label
+from sopgraph.nodes.codeact_loop import message_text, model_label
 from sopgraph.prompts import routing as texts
 from sopgraph.prompts.adapter import dspy_context
 from sopgraph.prompts.envelope import role_chat, role_lm

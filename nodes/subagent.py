@@ -29,7 +29,8 @@ from sopgraph.graphs.executors import Outcome, ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, chat_span, record_usage
 from sopgraph.nodes.agent_middleware import ANSWER_TOOL, CallFirst, ForceAnswer, LoopGuard
-from sopgraph.nodes.codeact import NO_MODEL, message_text, model_label
+from sopgraph.nodes.codeact import NO_MODEL
+from sopgraph.nodes.codeact_loop import message_text, model_label
 from sopgraph.nodes.local_turns import model_turn
 from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.prompts import subagent as texts

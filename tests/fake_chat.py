@@ -179,14 +179,15 @@ def codeact_code(prompt: str) -> str:
     name, params, description = chosen
     hint = _line(prompt, r"Data that decides it \([^)]*\)").split(",")[0].strip()
     try:
-        alarm = json.loads(_line(prompt, "Alarm") or "{}")
+        alarm = json.loads(_line(prompt, "Input") or "{}")
     except json.JSONDecodeError:
         alarm = {}
+    alarm = alarm if isinstance(alarm, dict) else {}
     ctx = {
         "metric": hint.split(".", 1)[1] if "." in hint else ("" if hint == "none" else hint),
-        "site": _line(prompt, "Site"),
-        "timestamp": _line(prompt, "Time of the alarm"),
-        "alarm": alarm if isinstance(alarm, dict) else {},
+        "site": str(alarm.get("site", "")),
+        "timestamp": _line(prompt, r"Time of the input \(NOW\)"),
+        "alarm": alarm,
         "description": description or "",
     }
     args = []

@@ -12,9 +12,17 @@ import re
 from typing import Any
 
 from sopgraph.evals.sopbench.gathered import leading_json
-from sopgraph.nodes.codeact_window import parsed
 
 MARK = "__sopgraph_answer__"
+
+
+def parsed(code: str) -> ast.AST | None:
+    """``code``'s syntax tree, or None when it does not parse."""
+    try:
+        return ast.parse(code)
+    except SyntaxError:
+        return None
+
 
 _READS = re.compile(r"\bdata\s*(\[|\.get\b)")
 _RESERVED = {"data", "answer", "json"}  # the program's own names

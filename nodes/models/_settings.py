@@ -72,61 +72,9 @@ class Settings(BaseSettings):
     """Check credentials before building a model (off for e.g. an EC2 instance role)."""
 
     codeact_samples: int = 3
-    """Other code replies the CodeAct sub-agent samples when the host's review finds a problem
-    in one (it reads none of the node's hinted data, or another scope or time than the
-    check's, or uses the check's own threshold); the first that passes, runs and reads data is
-    kept. 3 (default since 2026-11-29: every CodeAct figure above the all-false baseline used
-    it); 0 turns it off; see docs/agents.md for what it measured."""
-
-    codeact_scope: bool = True
-    """The CodeAct sub-agent reads the scope the check's text states (the alarmed station, or a
-    count over the site's stations): the demonstrations of that scope come first, and with
-    ``codeact_samples`` the review sends back code over the other scope. False: as before
-    2026-11-28 (the runs recorded then replay with it)."""
-
-    codeact_grounded: bool = True
-    """The CodeAct sub-agent's answer is held to what its code printed (``nodes/codeact_grounding``):
-    a step that read data and printed no number is asked once for the value, an ``observed``
-    printed nowhere gives way to the one number printed, and a ratio (0-1) read against a
-    percentage is read as a percentage. With it come the host's other checks of 2026-11-28: a
-    check that states no number but a state ("is in a fault state", "has reported no metrics")
-    is held against 0 (``> 0``, ``== 0``), the review sends back SQL sent to a function that
-    takes none, and once no sample of a turn passes the review, later turns are not reviewed.
-    False: as before 2026-11-28 (runs recorded then replay with it)."""
-
-    codeact_constrained: int = 5
-    """The CodeAct sub-agent is held to the metric and the time its check's text states
-    (``nodes/codeact_window``): a check's code that queries a PromQL server starts with one of
-    the check's hinted metrics (by grammar, on the local model); a window check's query times
-    and PromQL ranges are set to the text's window; code that reads no window for a window
-    check, or reads from before the alarm for "at the time of the alarm", is sent back by the
-    review (with ``codeact_samples``); an age check ("within the last 8 hours") whose code
-    found nothing is ``false``. 5 (the default, 2026-11-29, late): besides level 4's, a station
-    check's code may name the station by its device's id (``'BFI4-R04'``, its robot); a moment
-    check's query times are the alarm's, and a moment query with one parameter more than its
-    placeholders after a start (``"started_at" <= ?``) gets the row's end after it
-    (``AND ("ended_at" IS NULL OR "ended_at" > ?)``); a SQL error naming a table or column the
-    server does not hold goes back with the server's tables. 4 (2026-11-29, evening): besides level 3's, the
-    first SQL query quotes only the tables that hold the check's data and their columns, less
-    other checks' data (by grammar, from the server's own catalog); a check of two metrics
-    reads each first (by grammar); the result helpers refuse the other kind of result; a
-    window query with one parameter more than its placeholders gets the window's end, at the
-    alarm; a share of "the planned" quantity must read it; a threshold only compared in an
-    ``if`` is not sent back; a count over the site's stations written as a share is made the
-    count (no samples); the answer reports the value the code ended with; an answer printed
-    nowhere is sent back once for code, and then measures nothing (``no_data``); a
-    demonstration of a counter shows its increase as code. 3: besides level 2's, the first SQL
-    query names no data of the demonstrations that is not the check's, by grammar (three
-    "upstream jams" checks had read the sorter's jams); "every reading was below" reads the
-    largest reading (``max``, not ``avg``); a count over the site's stations answers the
-    count, not a share; samples drawn after the review sent code back see that code and why.
-    2: besides level 1's, the hinted metric's name ends where
-    the grammar says (the model had queried ``pick_errorsecutive``); the review sends back
-    SQL whose ``?`` do not match its params, and SQL for a window check that reads from the
-    window's start with no end; the code prints its ``value`` where it computes it (with
-    ``codeact_grounded``); a threshold set after the value (for a sentence) is not held
-    against the code. 1: the holds without these
-    (2026-11-29, the runs recorded then replay with it); 0: none (before 2026-11-29)."""
+    """Best of N in the CodeAct sub-agent: a code reply whose code fails or reads no data has
+    up to this many other replies drawn (temperature 0.5, a seed each), and the first whose
+    code runs and reads data takes its place; 0 turns it off (``nodes/codeact_loop.py``)."""
 
     local_port: int = 0
     """Port of the local llama.cpp server; 0 picks a free one."""

@@ -89,87 +89,21 @@ def test_optimizer_before_and_after_replay(name):
 
 
 TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after --skip
-    "triage_codeact": ("model", "triage", "--arch", "codeact"),
-    "triage_codeact_more1": ("model", "triage", "--arch", "codeact", "--skip", "12"),
-    "triage_codeact_more2": ("model", "triage", "--arch", "codeact", "--skip", "24"),
     "triage_subagent": ("model", "triage", "--arch", "subagent"),
     "triage_subagent_more1": ("model", "triage", "--arch", "subagent", "--skip", "12"),
     "triage_subagent_more2": ("model", "triage", "--arch", "subagent", "--skip", "24"),
-    # the same alarms as level 5's CodeAct run (181-204), run after it
     "triage_subagent_more9": ("model", "triage", "--arch", "subagent", "--skip", "180"),
-    # CodeAct with other code replies sampled when the host's review finds a problem
-    "triage_codeact_sampled_more1": ("model", "triage", "--arch", "codeact", "--skip", "12"),
-    "triage_codeact_sampled_more2": ("model", "triage", "--arch", "codeact", "--skip", "24"),
-    # the same with the check's scope (2026-11-28): the 12-alarm sample, through eval's command,
-    # and alarms 37-60, never run before by any architecture
-    "triage_codeact_scoped_eval": ("eval", "triage", "--arch", "codeact"),
-    "triage_codeact_scoped_more3": ("model", "triage", "--arch", "codeact", "--skip", "36"),
-    # with the answer held to the output and the host's other checks (the default since
-    # 2026-11-28): alarms 61-84, never run before by any architecture
-    "triage_codeact_grounded_more4": ("model", "triage", "--arch", "codeact", "--skip", "60"),
-    # with the check's metric and time held (the default since 2026-11-29): the 12-alarm
-    # sample, and alarms 85-108, never run before by any architecture
-    "triage_codeact_constrained": ("model", "triage", "--arch", "codeact"),
-    "triage_codeact_constrained_more5": ("model", "triage", "--arch", "codeact", "--skip", "84"),
-    # level 2 of the holds (the default since 2026-11-29, later): alarms 109-132, never run
-    # before by any architecture, and the 12-alarm sample
-    "triage_codeact_level2_more6": ("model", "triage", "--arch", "codeact", "--skip", "108"),
-    "triage_codeact_level2b": ("model", "triage", "--arch", "codeact"),
-    # level 3 (the default since 2026-11-29, later still): alarms 133-156, never run before
-    "triage_codeact_level3_more7": ("model", "triage", "--arch", "codeact", "--skip", "132"),
-    # and the 12-alarm sample (its replay had missed under some string-hash seeds: the blocked
-    # names' grammar followed the hashing until 2026-11-29, evening)
-    "triage_codeact_level3b": ("model", "triage", "--arch", "codeact"),
-    # level 4 (the default since 2026-11-29, evening): alarms 157-180, never run before
-    "triage_codeact_level4_more8": ("model", "triage", "--arch", "codeact", "--skip", "156"),
-    "triage_codeact_level4b": ("model", "triage", "--arch", "codeact"),  # the 12-alarm sample
-    # level 5 (the default since 2026-11-29, late): alarms 181-204, never run before
-    "triage_codeact_level5_more9": ("model", "triage", "--arch", "codeact", "--skip", "180"),
-    "triage_codeact_level5b": ("model", "triage", "--arch", "codeact"),  # the 12-alarm sample
 }
-SAMPLED = {"SOPGRAPH_CODEACT_SAMPLES": "3"}  # the runs named *_sampled_* ran with this setting
-# what each CodeAct run was recorded with: the host's checks of 2026-11-28 came in two steps
-UNCONSTRAINED = {"SOPGRAPH_CODEACT_CONSTRAINED": "0"}  # before the metric and time holds
-BEFORE = {"SOPGRAPH_CODEACT_SAMPLES": "0", "SOPGRAPH_CODEACT_SCOPE": "0",
-          "SOPGRAPH_CODEACT_GROUNDED": "0", **UNCONSTRAINED}  # fmt: skip
-SCOPED = {"triage_codeact_scoped", "triage_codeact_scoped_more3"}  # scope, sampled
-GROUNDED = {"triage_codeact_grounded_more4"}  # every check of 2026-11-28, sampled
-# every check of 2026-11-29 (metric and times held), sampled: level 1 of the setting
-CONSTRAINED = {"triage_codeact_constrained", "triage_codeact_constrained_more5"}
-LEVEL2 = {"triage_codeact_level2_more6", "triage_codeact_level2b"}  # level 2 of the setting
-LEVEL3 = {"triage_codeact_level3_more7", "triage_codeact_level3b"}  # level 3
-LEVEL4 = {"triage_codeact_level4_more8", "triage_codeact_level4b"}  # level 4
-LEVEL5 = {"triage_codeact_level5_more9", "triage_codeact_level5b"}  # level 5
-# CI's time (under 30 minutes in all): the first 3 alarms of every run (2026-11-29: CI took
-# 1749 s of its 1800 with all 12, 1595 s with 4; 3 since the evening's two more runs, and for
-# the six older runs that replayed 4 or 5 since level 5's runs)
+# The CodeAct runs recorded before the generic loop (2026-11-26 to 2026-11-29: the review, the
+# scope, window and grounding holds and their levels) are history in docs/agents.md; their
+# cassettes went with the code they replayed. CI's time: the first 3 alarms of every run.
 REPLAYED = 3
 
 
-def _codeact_settings(name: str) -> dict[str, str]:
-    if name in LEVEL5:
-        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "5"}
-    if name in LEVEL4:
-        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "4"}
-    if name in LEVEL3:
-        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "3"}
-    if name in LEVEL2:
-        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "2"}
-    if name in CONSTRAINED:
-        return {**SAMPLED, "SOPGRAPH_CODEACT_CONSTRAINED": "1"}
-    if name in GROUNDED:
-        return {**SAMPLED, **UNCONSTRAINED}
-    if name in SCOPED:
-        return {**SAMPLED, "SOPGRAPH_CODEACT_GROUNDED": "0", **UNCONSTRAINED}
-    return {**BEFORE, **(SAMPLED if "_sampled_" in name else {})}
-
-
 def _triage_replay(run: str, home: Path) -> dict:
-    name = run.removesuffix("_eval")
     cmd, *args = TRIAGE_RUNS[run]
-    settings = _codeact_settings(name) if "codeact" in name else None
-    n = min(REPLAYED, _live(name)["n"])
-    return _replay(name, *args, "--alarms", str(n), home=home, command=cmd, settings=settings)
+    n = min(REPLAYED, _live(run)["n"])
+    return _replay(run, *args, "--alarms", str(n), home=home, command=cmd)
 
 
 @pytest.fixture(scope="module")
@@ -185,9 +119,8 @@ def triage_replays(request, fc_home, tmp_path_factory):  # noqa: F811
 
 @pytest.mark.parametrize("run", list(TRIAGE_RUNS))
 def test_model_triage_replays(triage_replays, run, request):
-    """Each live triage run (CodeAct, sub-agent) replays alike, figure for figure."""
-    name = run.removesuffix("_eval")
-    live = _live(name)
+    """Each live triage run replays alike, figure for figure."""
+    live = _live(run)
     n = min(REPLAYED, live["n"])
     out = triage_replays[request.node.callspec.id].result()
     _check_replayed(out)

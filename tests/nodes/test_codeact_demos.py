@@ -113,7 +113,7 @@ def test_a_counter_demonstration_shows_its_increase_as_code():
     sql = 'SELECT "five_minute_interval" > ?, "sorter_jam_events_total" FROM "conveyance_5m"'
     calls = [DemoCall(function="conveyance_execute_query", args={"sql": sql}, result=result)]
     seen = {"jams": {"value": want, "query": sql}}
-    lines = computation(check, seen, calls, None, counters=True)
+    lines = computation(check, seen, calls, None)
     assert lines[0] == "rows = table_rows(r1)" and lines[-2:] == ["value = jams", "print(value)"]
     namespace = {"table_rows": table_rows, "r1": result}
     exec("\n".join(lines[:-1]), namespace)  # noqa: S102 - the demonstration computes the spec's
@@ -123,24 +123,6 @@ def test_a_counter_demonstration_shows_its_increase_as_code():
     namespace = {"table_rows": table_rows, "r1": result}
     exec("\n".join(rises), namespace)  # noqa: S102
     assert namespace["n"] == 3  # 0, 2, 2 (a reset), 3
-    # lines that would not reach the spec's value are not shown; nor before level 4
+    # lines that would not reach the spec's value are not shown
     assert counter_lines("jams", "increase", 1, result, 8.0) == []
     assert counter_lines("jams", "increase", 1, result, None) == []
-    assert computation(check, seen, calls, None) == []
-
-
-async def test_the_sql_servers_catalog_is_read_from_their_listing_tools(fc_home, monkeypatch):  # noqa: F811
-    from types import SimpleNamespace
-
-    from sopgraph.nodes.mcp_functions import McpFunctions
-
-    monkeypatch.setenv("SOPGRAPH_HOME", str(fc_home))
-    functions = McpFunctions()
-    async with McpPool(load_server_configs(SOP_DIR)) as pool:
-        ctx = SimpleNamespace(mcp=pool)
-        conveyance = await functions.tables(ctx, "conveyance")
-        ops = await functions.tables(ctx, "ops")
-        robotics = await functions.tables(ctx, "robotics")  # a PromQL server lists no tables
-    assert "sorter_chutes_full" in conveyance["conveyance_5m"]
-    assert {"present_headcount", "planned_headcount"} <= set(ops["staffing"])
-    assert robotics == {}

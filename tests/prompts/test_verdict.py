@@ -139,8 +139,9 @@ def test_system_prompt_lists_functions_and_keeps_unknown_braces():
     assert signature(spec) == "ops_execute_query(sql: str, site: str | None, limit: int = 100)"
     text = render_system_prompt(
         question="Idle  above\n 25%?", functions=[spec], imports=("math", "json"), max_turns=4,
-        site="FC1", alarm={"station": "ST-1"}, data=["ops.idle"],
+        now="2025-01-01T10:00:00Z", given={"station": "ST-1"}, data=["ops.idle"],
     )  # fmt: skip
     assert "Idle above 25%?" in text and "{like this}" in text and "{question}" not in text
     assert "Imports allowed: math, json." in text and "at most 4 replies" in text
-    assert 'Alarm: {"station": "ST-1"}' in text and "Verdicts of earlier checks: none" in text
+    assert 'Input: {"station": "ST-1"}' in text and "Verdicts of earlier checks: none" in text
+    assert "Time of the input (NOW): 2025-01-01T10:00:00Z" in text
