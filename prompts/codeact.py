@@ -32,7 +32,7 @@ CHECK_FAILED = (
     "Your answer was not taken (answer check `{name}`: {problem}). Write a ```python block "
     "that fixes it; you are asked for the answer again once it has run."
 )
-"""An answer an answer check refused (``nodes.codeact.ANSWER_CHECKS``) goes back with it."""
+"""An answer an answer check refused (``nodes.answer_checks.ANSWER_CHECKS``) goes back with it."""
 ANSWER_NOW = (
     "Answer now with one JSON object: "
     '{"observed": the value your code measured (a number; null only if the data is missing), '

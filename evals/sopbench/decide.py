@@ -140,7 +140,7 @@ async def _attempt(
     text: str, data: dict[str, Any], allowed: dict[str, list[str]]
 ) -> dict[str, Any]:
     """One reply judged: its code, what it printed, and its answer or why it is not usable."""
-    from sopgraph.nodes.codeact import clean_traceback, extract_code
+    from sopgraph.nodes.codeact_loop import clean_traceback, extract_code
     from sopgraph.nodes.sandbox import SandboxLimits, run_code
 
     code = extract_code(text) or text.strip()
