@@ -7,6 +7,7 @@ Structural checks that need the whole graph (reachability, loops, parameters) li
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -19,6 +20,8 @@ EDGE_KEYS = (*VERDICT_KEYS, "always", "on_error")
 
 # A loop's visit bound: more would only hide a loop that never exits.
 MAX_VISITS = 100
+PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A ``{param}`` placeholder in a node's text: the parameter's name is its group."""
 INPUT_TYPES = ("string", "integer", "number", "boolean", "datetime", "object", "list")
 
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "exists"]

@@ -8,10 +8,10 @@ for its closest id), which stay the errors.
 
 from __future__ import annotations
 
-from sopgraph.graphs.model import Sop
+from sopgraph.graphs.model import PARAM, Sop
 from sopgraph.graphs.problems import Problem
 from sopgraph.graphs.topology import cycles
-from sopgraph.graphs.validate import _PARAM, _Checker  # the placeholder form; the graph it reads
+from sopgraph.graphs.validate import _Checker  # the graph it reads
 from sopgraph.graphs.yaml_lines import LineMap
 
 
@@ -27,7 +27,7 @@ def find_warnings(sop: Sop, lines: LineMap, file: str) -> list[SopWarning]:
     visit bounds outside any loop. In file order."""
     found: list[SopWarning] = []
     texts = " ".join(n.text for n in sop.nodes.values())
-    used = set(_PARAM.findall(texts))
+    used = set(PARAM.findall(texts))
     for name in sop.params:
         if name not in used:
             found.append(

@@ -17,7 +17,7 @@ import difflib
 import re
 
 from sopgraph.graphs.input_schema import input_contract_problems
-from sopgraph.graphs.model import Node, Predicate, Sop
+from sopgraph.graphs.model import PARAM, Node, Predicate, Sop
 from sopgraph.graphs.problems import Problem
 from sopgraph.graphs.topology import Graph, cycles, edges_of, graph_of, reach, shortest_cycle
 from sopgraph.graphs.yaml_lines import LineMap
@@ -27,7 +27,6 @@ _NODE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _RESERVED_IDS = ("__start__", "__end__")
 # Function-calling APIs accept only these names.
 _API_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Anything between braces without spaces that str.format would read as a field: positions
 # ``{0}``, ``{}``, attributes ``{x.attr}``, items ``{x[0]}``, specs ``{x:>10}``, ``{x!r}``.
 _FORMAT_FIELD = re.compile(r"\{(\w*(?:[.\[:!][^{}\s]*)?)\}")
@@ -250,7 +249,7 @@ class _Checker:
     def _check_params(self) -> None:
         for node in self.sop.nodes.values():
             for field in dict.fromkeys(_FORMAT_FIELD.findall(node.text)):
-                if _PARAM.fullmatch("{" + field + "}"):
+                if PARAM.fullmatch("{" + field + "}"):
                     continue
                 name = re.match(r"[A-Za-z_]\w*", field)
                 fix = f"write '{{{name[0]}}}'" if name else "name a parameter, e.g. '{limit}'"
@@ -261,7 +260,7 @@ class _Checker:
                     f"'{{name}}' placeholders are filled (no positions, attributes or format "
                     f"specs); {fix}",
                 )
-            for name in dict.fromkeys(_PARAM.findall(node.text)):
+            for name in dict.fromkeys(PARAM.findall(node.text)):
                 if name in self.sop.params:
                     continue
                 if name not in self.near_param:

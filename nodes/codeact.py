@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +33,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables.config import var_child_runnable_config
 
 from sopgraph.graphs.executors import Outcome, ToolContext, Unavailable
-from sopgraph.graphs.model import Node, Verdict
+from sopgraph.graphs.model import PARAM, Node, Verdict
 from sopgraph.graphs.telemetry import agent_span, record_usage
 from sopgraph.nodes.codeact_demos import DEFAULT_DEMOS, LibraryDemos
 from sopgraph.nodes.codeact_loop import (
@@ -63,13 +62,12 @@ from sopgraph.prompts.envelope import role_chat
 from sopgraph.prompts.verdict import ExtractionError, VerdictExtractor
 
 NO_MODEL = "no model configured for the CodeAct sub-agent: set SOPGRAPH_MODEL (e.g. `local`, `ollama:<name>`)"
-_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def node_params(node: Node, params: dict[str, Any]) -> dict[str, Any]:
     """The parameters the node's text names (``{name}``): an SOP may have dozens, and every
     token of the prompt costs the local model about 1/40 s to read."""
-    named = set(_PARAM.findall(node.text or ""))
+    named = set(PARAM.findall(node.text or ""))
     return {k: v for k, v in params.items() if k in named} if named else {}
 
 

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from sopgraph.graphs.executors import ToolContext
 from sopgraph.graphs.loader import load_sop
-from sopgraph.graphs.model import Node
+from sopgraph.graphs.model import PARAM, Node
 from sopgraph.nodes.mcp_functions import function_name
 from sopgraph.prompts.codeact import DemoCall, DemoRun, table_rows
 from sopgraph.tools.registry import Registry
@@ -37,7 +36,6 @@ from sopgraph.tools.spec.rows import COUNTERS
 DEFAULT_DEMOS = 2
 MAX_TRIED = 6  # nearest specs tried for them (one needing a field this input lacks fails)
 PAGING = ("page", "page_size")  # arguments the spec runtime sends that a demonstration omits
-_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _Recorder:
@@ -56,7 +54,7 @@ class _Recorder:
 
 def with_params(text: str, params: dict[str, Any]) -> str:
     """The node's text with each ``{param}`` followed by its site value: ``{x} (= 5)``."""
-    return _PARAM.sub(
+    return PARAM.sub(
         lambda m: f"{m.group(0)} (= {params[m.group(1)]})" if m.group(1) in params else m.group(0),
         " ".join(text.split()),
     )
@@ -109,7 +107,7 @@ async def run_demo(entry: Entry, ctx: ToolContext) -> DemoRun | None:
         return None
     if not recorder.calls:
         return None
-    named = set(_PARAM.findall(entry.text))
+    named = set(PARAM.findall(entry.text))
     params = {k: v for k, v in ctx.params.items() if k in named}
     calls: list[DemoCall] = []
     for server, tool, args, result in recorder.calls:

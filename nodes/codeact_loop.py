@@ -199,8 +199,9 @@ async def _best_of_n(
             ran = await _execute(run, code, turn)
         except SandboxUnavailable:
             break
-        record["rewards"].append(_reward(ran))
-        if _reward(ran) == 1.0:
+        reward = _reward(ran)
+        record["rewards"].append(reward)
+        if reward == 1.0:
             return text, ran, n_in, n_out, {**record, "chosen": seed}
     return None, None, n_in, n_out, record
 

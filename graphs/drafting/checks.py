@@ -23,12 +23,11 @@ import re
 from collections.abc import Callable
 
 from sopgraph.graphs.drafting.facts import DraftFacts
-from sopgraph.graphs.model import Node, Sop
+from sopgraph.graphs.model import PARAM, Node, Sop
 from sopgraph.graphs.problems import Problem, SopError
 from sopgraph.graphs.topology import cycles, graph_of, reach
 from sopgraph.graphs.yaml_lines import LineMap, parse_yaml
 
-_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CITED = re.compile(r"\(s(\d+)\)")
 
 Check = Callable[[Sop, LineMap, str, DraftFacts], list[Problem]]
@@ -132,7 +131,7 @@ def check_outcomes(sop: Sop, lines: LineMap, file: str, facts: DraftFacts) -> li
 
 
 def check_params(sop: Sop, lines: LineMap, file: str, facts: DraftFacts) -> list[Problem]:
-    used = set(_PARAM.findall(" ".join(n.text for n in sop.nodes.values())))
+    used = set(PARAM.findall(" ".join(n.text for n in sop.nodes.values())))
     return [
         Problem(
             file,
