@@ -90,13 +90,37 @@ async def test_disagreement_leaves_the_node_unresolved_with_the_votes(session, t
 @shared_loop
 async def test_no_usable_check_leaves_the_node_unresolved(session, tmp_path):
     bad = {**RIGHT, "value": "a / b"}  # names a measurement the Check does not have
-    answers = [{"spec": "not json at all"}, {"spec": bad}, {"spec": "{"}]
-    fallback, registry, _, node, ctx = setup(session, tmp_path, answers)
+    # the rejected Check goes back once; its repair (the last reply) is rejected too
+    answers = [{"spec": "not json at all"}, {"spec": bad}, {"spec": bad}]
+    fallback, registry, _, node, ctx = setup(session, tmp_path, answers, samples=2)
     outcome = await fallback.decide(node, ctx)
     assert outcome.verdict is None
-    assert outcome.error.startswith("none of 3 sampled Checks ran, e.g. no spec: ")
-    assert all(s.get("problem") for s in outcome.detail["check"]["samples"])
+    assert outcome.error.startswith("none of 2 sampled Checks ran, e.g. no spec: ")
+    samples = outcome.detail["check"]["samples"]
+    assert all(s.get("problem") for s in samples)
+    assert samples[-1]["repaired"] == "value: 'b' is not a measurement; use one of a"
     assert registry.list() == []
+
+
+@shared_loop
+async def test_a_check_the_validator_rejects_goes_back_once_with_its_reason(session, tmp_path):
+    # a rule between fields, which the grammar does not hold: reduce mean needs a column
+    no_column = {**RIGHT, "measures": {"a": {**RIGHT["measures"]["a"], "column": None}}}
+    answers = [{"spec": no_column}, {"spec": RIGHT}, {"spec": no_column}, {"spec": RIGHT}]
+    # replies in order: sample 1, its repair, sample 2 (the same rejected Check), sample 3
+    fallback, _, lm, node, ctx = setup(session, tmp_path, answers)
+    outcome = await fallback.decide(node, ctx)
+    assert outcome.verdict is not None and outcome.verdict.value == "true"
+    samples = outcome.detail["check"]["samples"]
+    assert samples[0]["repaired"] == "measures.a.column: reduce 'mean' needs a column"
+    assert samples[0]["spec"] == RIGHT and samples[0]["verdict"] == "true"
+    # the same rejected Check again takes the first one's repair: no second repair call
+    assert samples[1]["repaired"] == samples[0]["repaired"] and samples[1]["same_as"] == 0
+    assert outcome.detail["check"]["votes"] == {"true": 3}
+    assert len(lm.history) == 4  # 3 samples and 1 repair: the 2nd sample reused the first repair
+    repair = lm.history[1]["messages"][-1]["content"]
+    assert "this spec was rejected" in repair
+    assert "measures.a.column: reduce 'mean' needs a column" in repair
 
 
 @shared_loop

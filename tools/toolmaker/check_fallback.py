@@ -7,7 +7,10 @@ parameters, the input's fields, the node's ``data:`` hints), a few Checks are sa
 configured model (``sampling.sample_spec``: the same constrained call as the tool-maker's), and
 each distinct one runs on the run's input through the spec runner, over the run's MCP pool.
 The prompt holds no input values (parameters as the SOP's defaults, by name), so a node's
-Checks are drawn once per session (and prompt) and run on every later input.
+Checks are drawn once per session (and prompt) and run on every later input. A sampled Check
+the validator rejects (a rule between fields that the grammar does not hold, such as "reduce
+mean needs a column") goes back once, with the Check and the validator's line as the prompt's
+feedback (DSPy's ``Refine`` in small: one retry, its reason named); the repair takes its place.
 Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
 Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
@@ -59,6 +62,9 @@ DEMOS = 3  # the library's nearest verified specs shown, as the tool-maker shows
 CONFIG = "sop+d"  # the prompt's data: the catalog's names with units and types
 
 
+Drawn = tuple[dict[str, Any] | None, str | None, str | None]  # Check, problem, repaired: why
+
+
 class NoModel(Exception):
     """The Check fallback was asked for without a DSPy LM (a user's configuration)."""
 
@@ -73,6 +79,7 @@ class Candidate:
     verdict: str | None = None
     observed: Any = None
     same_as: int | None = None  # the earlier sample that gave the same Check
+    repaired: str | None = None  # why the validator rejected the first draw, sent back once
 
     def row(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -219,8 +226,8 @@ class CheckFallback:
         # every distinct MCP call once: candidates often read the same data
         run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
         tally, seen = Tally(), {}
-        for i, (spec, problem) in enumerate(drawn):
-            cand = Candidate(i, spec, problem)
+        for i, (spec, problem, why) in enumerate(drawn):
+            cand = Candidate(i, spec, problem, repaired=why)
             tally.candidates.append(cand)
             if spec is None:
                 continue
@@ -236,7 +243,7 @@ class CheckFallback:
 
     async def _drawn(
         self, node_id: str, fmt: dict[str, Any], texts: dict[str, str]
-    ) -> tuple[list[tuple[dict[str, Any] | None, str | None]], Usage | None]:
+    ) -> tuple[list[Drawn], Usage | None]:
         """The node's sampled Checks: drawn once per prompt, then run on every input; with the
         tokens the draw spent, or None when they were drawn before.
 
@@ -250,13 +257,27 @@ class CheckFallback:
         ).hexdigest()
         if key in self._draws:
             return self._draws[key], None
-        drawn, spent = [], Usage()
+        drawn: list[Drawn] = []
+        spent = Usage()
+        repaired: dict[str, Drawn] = {}
         for i in range(self.samples):
             spec, problem, used = await sample_spec(
                 self.module, self.lm, fmt, sample_config(i, i), texts
             )
-            drawn.append((spec, problem))
             spent.add(used)
+            why = rejected(spec)
+            if spec is None or why is None:
+                drawn.append((spec, problem, None))
+                continue
+            seen = json.dumps(spec, sort_keys=True)
+            if seen not in repaired:  # each distinct rejected Check goes back once
+                again = {**texts, "feedback": repair_feedback(spec, why)}
+                fixed, fixed_problem, used = await sample_spec(
+                    self.module, self.lm, fmt, sample_config(i, i), again
+                )
+                spent.add(used)  # a repair the validator rejects too gives no vote (_run says why)
+                repaired[seen] = (fixed, fixed_problem, why)
+            drawn.append(repaired[seen])
         self._draws[key] = drawn
         return drawn, spent
 
@@ -282,6 +303,26 @@ class CheckFallback:
             name, code, author=author, activate=False, record_json=json.dumps(record, indent=1)
         )
         return {"tool": name, "version": version, "author": author, "new": True}
+
+
+def rejected(spec: dict[str, Any] | None) -> str | None:
+    """Why the validator rejects a sampled Check (None: it is valid, or there is none)."""
+    if spec is None:
+        return None
+    try:
+        Check.from_dict(spec).validate()
+    except SpecError as exc:
+        return str(exc)
+    return None
+
+
+def repair_feedback(spec: dict[str, Any], why: str) -> str:
+    """The feedback a rejected Check goes back with: the Check and the validator's one line
+    (the grammar holds each field to its names; a rule between fields is the validator's)."""
+    return (
+        f"this spec was rejected:\n{json.dumps(spec, sort_keys=True)}\n"
+        f"why: {why}\nwrite the spec again without this problem"
+    )
 
 
 async def _run(cand: Candidate, spec: dict[str, Any], inp: dict[str, Any], ctx: Any) -> None:
