@@ -53,6 +53,7 @@ class Shadow:
             self.fns[node_id] = registry.load(node_id, info).fn
         self.active = {n: registry.entry(n).active for n in candidates}
         self.calls = 0
+        self.compared = dict.fromkeys(candidates, 0)  # per node: runs that reached it
 
     async def compare(
         self, alarm_index: int, run_input: dict[str, Any], verdicts: dict[str, Verdict],
@@ -82,6 +83,7 @@ class Shadow:
             except Exception as exc:  # noqa: BLE001 - a failing candidate is a discrepancy
                 error = f"{type(exc).__name__}: {exc}"
             self.calls += 1
+            self.compared[node_id] += 1
             if self.log is not None:
                 self.log.record(
                     run_id=ctx.run_id, node=node_id, tool=node.tool_name,

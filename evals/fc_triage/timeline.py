@@ -112,6 +112,9 @@ async def run_timeline(
         "seconds": round(time.perf_counter() - started, 1),
     }  # fmt: skip
     if candidates:
-        summary["shadow"] = {"candidates": candidates, "discrepancies": discrepancies}
+        compared = shadow.compared if shadow is not None else {}
+        summary["shadow"] = {
+            "candidates": candidates, "compared": compared, "discrepancies": discrepancies
+        }  # fmt: skip
         (out / "shadow.json").write_text(json.dumps(summary["shadow"], indent=1, default=str))
     return summary

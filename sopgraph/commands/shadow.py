@@ -6,10 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from sopgraph.commands.world import add_timeline_args, run_timeline
+from sopgraph.commands.world import add_timeline_args, run_timeline, timeline_sop
 from sopgraph.errors import UserError
 from sopgraph.graphs.untrusted_text import json_text
-from sopgraph.triage_world import TRIAGE_SOP
 
 
 def _candidates(specs: list[str] | None) -> dict[str, int]:
@@ -38,7 +37,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
                "elsewhere": len(found) - len(on_drifted)}  # fmt: skip
     from sopgraph.tools.shadow import record_shadow
 
-    record_shadow(TRIAGE_SOP, candidates, summary["alarms"], args.timeline, found)
+    record_shadow(timeline_sop(args), candidates, summary["alarms"], args.timeline, found)
     if args.json:
         print(json_text(summary | {"check": verdict}, default=str))
         return 0
@@ -49,6 +48,10 @@ def cmd_shadow(args: argparse.Namespace) -> int:
         print(f"{d['alarm']:5} {d['alarm_id']:12} {d['node']:24} v{d['active_version']} "
               f"{d['active']} -> v{d['candidate_version']} {d['candidate']}   "
               f"{json.dumps(d['active_observed'])} | {json.dumps(d['candidate_observed'])}")  # fmt: skip
+    compared = summary["shadow"]["compared"]
+    for node, version in candidates.items():
+        mine = sum(1 for d in found if d["node"] == node)
+        print(f"{node}:v{version}: {compared.get(node, 0)} runs reached it, {mine} discrepancies")
     for o in summary["drift"]:
         print(f"drift {o['kind']} ({o['field']}) from alarm {o['onset_alarm']}")
     print(f"{verdict['discrepancies']} discrepancies: {verdict['on_drifted_alarms']} on drifted "

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgraph.arguments import positive_int
+from sopgraph.errors import UserError
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.untrusted_text import json_text
 from sopgraph.progress import progress_bar
@@ -43,9 +44,18 @@ def run_timeline(args: argparse.Namespace, drift: bool, candidates: dict[str, in
     with progress_bar(sys.stderr.isatty()) as bar:
         task = bar.add_task("timeline", total=args.alarms or None)
         return asyncio.run(
-            timeline.run_timeline(paths, TRIAGE_SOP, out, drift=drift, alarms=args.alarms,
+            timeline.run_timeline(paths, timeline_sop(args), out, drift=drift, alarms=args.alarms,
                                   candidates=candidates or None, on_alarm=lambda: bar.advance(task))
         )  # fmt: skip
+
+
+def timeline_sop(args: argparse.Namespace) -> Path:
+    """The triage SOP folder the timeline runs (``--sop``: a copy of it, e.g. the one
+    ``model triage --arch check-only`` registers its candidates in)."""
+    sop = Path(getattr(args, "sop", None) or TRIAGE_SOP)
+    if not (sop / "sop.yaml").is_file():
+        raise UserError(f"--sop {sop}: no sop.yaml there; give the triage SOP's folder or a copy")
+    return sop
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
@@ -57,6 +67,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 def add_timeline_args(p: argparse.ArgumentParser) -> None:
     """The options of a timeline replay (``world timeline``, ``shadow``)."""
+    p.add_argument("--sop", help="the triage SOP folder, or a copy of it (default the example)")
     p.add_argument("--alarms", type=positive_int, help="first N alarms (default all 1,500)")
     p.add_argument("--out", help="folder (default $SOPGRAPH_HOME/timelines/<drift|clean>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -37,6 +37,7 @@ def test_shadow_of_a_fixed_version_differs_on_drifted_alarms_only(fc_home, tmp_p
     found = out["shadow"]["discrepancies"]
     onset = next(d["onset_alarm"] for d in out["drift"] if d["kind"] == "type")
     assert found and out["check"]["elsewhere"] == 0
+    assert out["shadow"]["compared"]["rc_robot_fault"] >= len(found)
     assert all(d["alarm"] >= onset and d["node"] == "rc_robot_fault" for d in found)
     assert all(d["active"] == "false" and d["candidate"] == "true" for d in found)
     # the outcome feeds `tools promote`: its preview names the shadow run and its discrepancies
@@ -60,3 +61,29 @@ def test_monitor_without_a_log_is_one_error_line(fc_home, tmp_path):  # noqa: F8
 def test_shadow_candidate_spec_is_checked(fc_home):  # noqa: F811
     proc = _cli(fc_home, "shadow", "--candidate", "rc_robot_fault")
     assert proc.returncode == 2 and "NODE:VERSION" in proc.stderr
+
+
+def test_shadow_runs_a_copy_of_the_sop_and_counts_what_it_compared(fc_home, tmp_path):  # noqa: F811
+    # a copy holding a candidate the way the Check fallback registers one: inactive, model-written
+    import shutil
+
+    from sopgraph.tools.toolmaker.demos import canonical
+    from sopgraph.tools.toolmaker.sampling import tool_file
+
+    sop = tmp_path / "copy"
+    shutil.copytree(TRIAGE_SOP, sop, ignore=shutil.ignore_patterns("__pycache__"))
+    reg = Registry(sop / "tools")
+    node = "obs_upstream_flow_low"
+    same = canonical(reg.resolve(node).fn.spec.to_dict())  # the active Check, as a candidate
+    version = reg.add_version(node, tool_file(node, "copy", same), "fallback:test", activate=False)
+    proc = _cli(fc_home, "shadow", "--sop", str(sop), "--timeline", "clean", "--alarms", "120",
+                "--candidate", f"{node}:{version}", "--out", str(tmp_path / "tl"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads((tmp_path / "tl" / "shadow.json").read_text())
+    assert out["compared"][node] > 0 and out["discrepancies"] == []
+    line = f"{node}:v{version}: {out['compared'][node]} runs reached it, 0 discrepancies"
+    assert line in proc.stdout
+    assert shadow_summary(sop, node, version, home=fc_home) is not None
+    bad = _cli(fc_home, "shadow", "--sop", str(tmp_path / "none"), "--candidate", f"{node}:1")
+    assert bad.returncode == 2 and "--sop" in bad.stderr and "no sop.yaml" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
