@@ -1,4 +1,4 @@
-"""``sopgraph eval triage|tools``: accuracy against ground truth.
+"""``sopgraph eval triage|tools|fallback``: accuracy against ground truth.
 
 ``eval toolmaker`` is registered by toolmaker.py, with ``tools make``.
 """
@@ -65,6 +65,41 @@ def cmd_eval_triage(args: argparse.Namespace) -> int:
             print(f"{key}: {summary[key]}")
     for f in summary["failures"]:
         print(f"  wrong: {f['alarm_id']} {f['type']} {f['site']}: {json.dumps(f['diff'])}")
+    return 0
+
+
+def cmd_eval_fallback(args: argparse.Namespace) -> int:
+    from sopgraph.evals.fallback_eval import CasesError, eval_fallback
+    from sopgraph.graphs.home import home_dir
+    from sopgraph.model_choice import model_required
+
+    sop = Path(args.sop)
+    if not (sop / "sop.yaml").is_file():
+        raise UserError(f"{sop}: no sop.yaml there; give the SOP's folder")
+    models = model_required()
+    nodes = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
+    work = home_dir() / "fallback-eval" / sop.resolve().name
+    with progress_bar(not args.json or sys.stderr.isatty()) as bar:
+        task = bar.add_task("fallback on labeled cases", total=None)
+        try:
+            summary = asyncio.run(
+                eval_fallback(sop, models.lm, models.name, work, samples=args.samples,
+                              nodes=nodes, on_case=lambda _: bar.advance(task))
+            )  # fmt: skip
+        except CasesError as exc:
+            raise UserError(str(exc)) from None
+    if args.json:
+        print(json_text(summary, default=str))
+        return 0
+    for key in ("n", "fallback_accuracy", "tool_accuracy", "majority_accuracy", "unresolved",
+                "tokens", "seconds"):  # fmt: skip
+        print(f"{key}: {summary[key]}")
+    for node, v in summary["per_node"].items():
+        print(f"  {node}: fallback {v['fallback']}/{v['cases']}, tool {v['tool']}/{v['cases']}, "
+              f"majority ({v['majority_label']}) {v['majority']}/{v['cases']}")  # fmt: skip
+    print(
+        f"candidates (inactive, in {summary['copy']}): {', '.join(summary['candidates']) or 'none'}"
+    )
     return 0
 
 
@@ -153,3 +188,12 @@ def register(sub: Any) -> None:
     eto.add_argument("--nodes", help="comma-separated node ids (default: every decision node)")
     eto.add_argument("--json", action="store_true", help="print the summary as JSON")
     eto.set_defaults(fn=cmd_eval_tools)
+    efb = ev.add_parser(
+        "fallback",
+        help="node verdicts of the Check fallback on an SOP's labeled cases, beside its tools",
+    )
+    efb.add_argument("sop", help="the SOP's folder, with cases/*.jsonl (as `sopgraph init` writes)")
+    efb.add_argument("--nodes", help="comma-separated node ids (default: every node with cases)")
+    efb.add_argument("--samples", type=positive_int, default=5, help="Checks a node (default 5)")
+    efb.add_argument("--json", action="store_true", help="print the summary as JSON")
+    efb.set_defaults(fn=cmd_eval_fallback)

@@ -103,7 +103,7 @@ def test_the_project_test_passes_with_pytest(tmp_path):
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "6 passed" in done.stdout
+    assert "25 passed" in done.stdout
 
 
 def test_init_refuses_a_folder_that_is_not_empty(tmp_path, capsys):

@@ -27,6 +27,14 @@ def build_server(db: str) -> FastMCP:
         return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
 
     @mcp.tool(annotations=READ_ONLY)
+    def list_columns(table: str) -> list[dict]:
+        """The columns of one table, each with its SQLite type (the tool-maker and the Check
+        fallback read the catalog from list_tables and list_columns)."""
+        if table not in list_tables():
+            raise ValueError(f"no table {table!r}; list_tables names them")
+        return [{"name": r[1], "type": r[2]} for r in con.execute(f'PRAGMA table_info("{table}")')]
+
+    @mcp.tool(annotations=READ_ONLY)
     def execute_query(
         sql: str,
         params: list[str | int | float | bool | None] | None = None,
