@@ -33,16 +33,16 @@ def session(make_session):  # noqa: F811 - the fixture imported above
     return make_session
 
 
-def setup(session, tmp_path, answers: list[dict], samples: int = 3):
+def setup(session, tmp_path, answers: list[dict], samples: int = 3, node_id: str = NODE):
     """A fallback over an empty library, the node, and the context of a case labelled true."""
     registry = Registry(tmp_path / "tools", sop_id=session.sop.id)
     lm = DummyLM(answers)
     fallback = CheckFallback(session.sop, registry, lm, "fake", samples=samples, program=None)
-    case = next(c for c in node_cases(session.cases, NODE, "train") if c.expected == "true")
+    case = next(c for c in node_cases(session.cases, node_id, "train") if c.expected == "true")
     inp = case.run_input
-    node = session.node(NODE)
+    node = session.node(node_id)
     ctx = ToolContext(
-        node_id=NODE, text=node.text, params=session.params.for_input(inp), parents={},
+        node_id=node_id, text=node.text, params=session.params.for_input(inp), parents={},
         input=inp, run_id="r1", mcp=session.pool, node=node,
     )  # fmt: skip
     return fallback, registry, lm, node, ctx
@@ -177,3 +177,19 @@ async def test_check_only_decides_without_the_library(session, tmp_path):
     outcome = await ExecutorChain(chain).decide(node, ctx)
     # the library's tool says true; the sampled Checks (its complement) decide: false
     assert outcome.executor == "check" and outcome.verdict.value == "false"
+
+
+@shared_loop
+async def test_a_check_off_its_thresholds_unit_goes_back_with_the_units(session, tmp_path):
+    # the catalog says the metric is a percentage, the SOP text that its threshold is one
+    node_id = "obs_label_fail_high"
+    lib = Registry(EXAMPLES / "fc_alarm_triage" / "tools").resolve(node_id).fn.spec.to_dict()
+    right = canonical(lib)
+    assert right["scale"] == 1
+    answers = [{"spec": {**right, "scale": 100}}, {"spec": right}]
+    fallback, _, lm, node, ctx = setup(session, tmp_path, answers, samples=1, node_id=node_id)
+    outcome = await fallback.decide(node, ctx)
+    (sample,) = outcome.detail["check"]["samples"]
+    assert sample["repaired"].startswith("scale: the value is already a percentage")
+    assert sample["spec"] == right and outcome.verdict.value == "true"
+    assert "use scale 1" in lm.history[1]["messages"][-1]["content"]

@@ -11,6 +11,9 @@ Checks are drawn once per session (and prompt) and run on every later input. A s
 the validator rejects (a rule between fields that the grammar does not hold, such as "reduce
 mean needs a column") goes back once, with the Check and the validator's line as the prompt's
 feedback (DSPy's ``Refine`` in small: one retry, its reason named); the repair takes its place.
+So does a Check whose scaled value is not in the unit the SOP gives its threshold, where the
+catalog declares the data's unit (``check_units``: a percentage metric against a percentage is
+scale 1, a ratio of counts scale 100, a count never one).
 Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
 Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
@@ -31,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -42,6 +46,7 @@ from sopgraph.prompts.toolmaker import CheckMakerModule
 from sopgraph.tools.registry import Registry, RegistryError
 from sopgraph.tools.spec import Check, SpecError, trace
 from sopgraph.tools.toolmaker.catalog import Catalog
+from sopgraph.tools.toolmaker.check_units import unit_problem
 from sopgraph.tools.toolmaker.context import brief_for
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import library_specs, nearest
@@ -222,14 +227,19 @@ class CheckFallback:
         were drawn for an earlier input)."""
         fmt = response_format(reply)
         texts = inputs(deps, CONFIG, "none")
-        drawn, spent = await self._drawn(deps.node.id, fmt, texts)
+        units, text = deps.data.units, deps.node.text
+
+        def check_problem(spec: dict[str, Any] | None) -> str | None:
+            return rejected(spec) or (unit_problem(spec, units, text) if spec else None)
+
+        drawn, spent = await self._drawn(deps.node.id, fmt, texts, check_problem)
         # every distinct MCP call once: candidates often read the same data
         run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
         tally, seen = Tally(), {}
         for i, (spec, problem, why) in enumerate(drawn):
             cand = Candidate(i, spec, problem, repaired=why)
             tally.candidates.append(cand)
-            if spec is None:
+            if spec is None or problem is not None:
                 continue
             key = json.dumps(spec, sort_keys=True)
             if key in seen:
@@ -242,7 +252,11 @@ class CheckFallback:
         return tally, spent
 
     async def _drawn(
-        self, node_id: str, fmt: dict[str, Any], texts: dict[str, str]
+        self,
+        node_id: str,
+        fmt: dict[str, Any],
+        texts: dict[str, str],
+        check: Callable[[dict[str, Any] | None], str | None] = lambda s: None,
     ) -> tuple[list[Drawn], Usage | None]:
         """The node's sampled Checks: drawn once per prompt, then run on every input; with the
         tokens the draw spent, or None when they were drawn before.
@@ -265,7 +279,7 @@ class CheckFallback:
                 self.module, self.lm, fmt, sample_config(i, i), texts
             )
             spent.add(used)
-            why = rejected(spec)
+            why = check(spec)
             if spec is None or why is None:
                 drawn.append((spec, problem, None))
                 continue
@@ -275,7 +289,9 @@ class CheckFallback:
                 fixed, fixed_problem, used = await sample_spec(
                     self.module, self.lm, fmt, sample_config(i, i), again
                 )
-                spent.add(used)  # a repair the validator rejects too gives no vote (_run says why)
+                spent.add(used)
+                if (still := check(fixed)) is not None:  # kept for the record; gives no vote
+                    fixed_problem = f"spec rejected again: {still}"
                 repaired[seen] = (fixed, fixed_problem, why)
             drawn.append(repaired[seen])
         self._draws[key] = drawn
