@@ -1,6 +1,6 @@
 """The monitoring agent: statistical drift checks over the invocation log, per tool version.
 
-Each tool version's first invocations (those of the first ``reference`` alarms) are its
+Each tool version's first invocations (those of the first ``reference`` runs) are its
 reference. Every later invocation closes a window of the version's last ``window`` calls,
 which is compared with the reference: exception rate, no-data rate and true rate (binomial
 tails), result types never seen in the reference, and observed values beyond the reference's
@@ -27,8 +27,8 @@ class Flag(BaseModel):
     tool: str
     version: int | None
     check: str
-    since_alarm: int  # the first alarm of the window that flagged
-    flagged_at_alarm: int
+    since_run: int  # the first run of the window that flagged
+    flagged_at_run: int
     p_value: float
     what_changed: str
     reference: dict[str, Any]
@@ -38,10 +38,10 @@ class Flag(BaseModel):
 
 class Report(BaseModel):
     log: str
-    alarms: int
+    runs: int
     invocations: int
     tool_versions: int
-    reference_alarms: int
+    reference_runs: int
     window: int
     alpha: float
     flags: list[Flag]
@@ -86,7 +86,7 @@ def _median(xs: list[float]) -> float:
 
 
 def load_invocations(log: Path, order: dict[str, int] | None) -> list[dict[str, Any]]:
-    """Compiled-tool invocations, each with its alarm index (by ``order`` or by first run)."""
+    """Compiled-tool invocations, each with its run index (by ``order`` or by first run)."""
     con = sqlite3.connect(f"file:{log}?mode=ro", uri=True)
     try:
         rows = con.execute(
@@ -102,11 +102,11 @@ def load_invocations(log: Path, order: dict[str, int] | None) -> list[dict[str, 
             continue
         idx = order[run_id] if order is not None else seen.setdefault(run_id, len(seen))
         out.append({
-            "id": id_, "alarm": idx, "run_id": run_id, "tool": tool, "version": version,
+            "id": id_, "run": idx, "run_id": run_id, "tool": tool, "version": version,
             "output": json.loads(output) if output else None, "error": error,
             "timestamp": _input_of(json.loads(inputs)).get("timestamp"),
         })  # fmt: skip
-    out.sort(key=lambda r: (r["alarm"], r["id"]))
+    out.sort(key=lambda r: (r["run"], r["id"]))
     return out
 
 
@@ -126,7 +126,7 @@ def _value(r: dict) -> str:
 def _example(r: dict) -> dict[str, Any]:
     out = r["output"] or {}
     return {
-        "alarm": r["alarm"], "run_id": r["run_id"], "timestamp": r["timestamp"],
+        "run": r["run"], "run_id": r["run_id"], "timestamp": r["timestamp"],
         "value": _value(r), "observed": out.get("observed"), "error": r["error"],
     }  # fmt: skip
 
@@ -208,8 +208,8 @@ def review(
         by_tool[(r["tool"], r["version"])].append(r)
     flags: list[Flag] = []
     for (tool, version), calls in sorted(by_tool.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-        ref = [r for r in calls if r["alarm"] < reference]
-        later = [r for r in calls if r["alarm"] >= reference]
+        ref = [r for r in calls if r["run"] < reference]
+        later = [r for r in calls if r["run"] >= reference]
         if len(ref) < 20:
             continue  # too little reference to judge this version
         done: set[str] = set()
@@ -220,14 +220,14 @@ def review(
                     continue
                 done.add(check)
                 flags.append(Flag(
-                    tool=tool, version=version, check=check, since_alarm=odd[0]["alarm"],
-                    flagged_at_alarm=win[-1]["alarm"], p_value=p, what_changed=what,
+                    tool=tool, version=version, check=check, since_run=odd[0]["run"],
+                    flagged_at_run=win[-1]["run"], p_value=p, what_changed=what,
                     reference=ref_stats, window=win_stats, examples=[_example(r) for r in odd[:3]],
                 ))  # fmt: skip
-    flags.sort(key=lambda f: (f.flagged_at_alarm, f.tool, f.check))
+    flags.sort(key=lambda f: (f.flagged_at_run, f.tool, f.check))
     return Report(
-        log=str(log), alarms=len({r["alarm"] for r in rows}), invocations=len(rows),
-        tool_versions=len(by_tool), reference_alarms=reference, window=window, alpha=alpha,
+        log=str(log), runs=len({r["run"] for r in rows}), invocations=len(rows),
+        tool_versions=len(by_tool), reference_runs=reference, window=window, alpha=alpha,
         flags=flags,
     )  # fmt: skip
 
@@ -237,15 +237,15 @@ def to_markdown(report: Report) -> str:
     lines = [
         f"# Drift monitor: {len(report.flags)} flag(s)",
         "",
-        f"{report.invocations} invocations over {report.alarms} alarms, {report.tool_versions} "
-        f"tool versions; reference = first {report.reference_alarms} alarms, window "
+        f"{report.invocations} invocations over {report.runs} runs, {report.tool_versions} "
+        f"tool versions; reference = first {report.reference_runs} runs, window "
         f"{report.window} calls, alpha {report.alpha:g}.",
     ]
     for f in report.flags:
         lines += [
             "",
             f"## {f.tool} v{f.version}: {f.check} (p = {f.p_value:.2g})",
-            f"- since alarm {f.since_alarm}, flagged at alarm {f.flagged_at_alarm}",
+            f"- since run {f.since_run}, flagged at run {f.flagged_at_run}",
             f"- what changed: {f.what_changed}",
         ]
         lines += [f"- example: `{json.dumps(e, default=str)}`" for e in f.examples]

@@ -20,21 +20,21 @@ def _judge(report: Any, meta: dict) -> dict[str, Any]:
     out: dict[str, Any] = {"drifts": [], "false_flags": []}
     for d in drifts:
         hits = [f for f in report.flags
-                if f.tool in d["readers"] and f.flagged_at_alarm >= d["onset_alarm"]]  # fmt: skip
+                if f.tool in d["readers"] and f.flagged_at_run >= d["onset_alarm"]]  # fmt: skip
         first = hits[0] if hits else None
         out["drifts"].append({
             "kind": d["kind"], "field": d["field"], "onset_alarm": d["onset_alarm"],
             "readers": d["readers"], "flagged_tools": sorted({f.tool for f in hits}),
             "first_flag": None if first is None else
-            {"tool": first.tool, "check": first.check, "at_alarm": first.flagged_at_alarm,
-             "alarms_after_onset": first.flagged_at_alarm - d["onset_alarm"]},
+            {"tool": first.tool, "check": first.check, "at_alarm": first.flagged_at_run,
+             "alarms_after_onset": first.flagged_at_run - d["onset_alarm"]},
         })  # fmt: skip
     for f in report.flags:
-        right = any(f.tool in d["readers"] and f.flagged_at_alarm >= d["onset_alarm"]
+        right = any(f.tool in d["readers"] and f.flagged_at_run >= d["onset_alarm"]
                     for d in drifts)  # fmt: skip
         if not right:
-            out["false_flags"].append({"tool": f.tool, "check": f.check, "at": f.flagged_at_alarm})
-    monitored = meta.get("alarms", 0) - report.reference_alarms
+            out["false_flags"].append({"tool": f.tool, "check": f.check, "at": f.flagged_at_run})
+    monitored = meta.get("alarms", 0) - report.reference_runs
     out["monitored_alarms"] = monitored
     out["false_flag_rate_per_1000_alarms"] = (
         round(len(out["false_flags"]) / monitored * 1000, 3) if monitored > 0 else None
@@ -63,10 +63,10 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         print(json_text(summary, default=str))
         return 0
     for f in report.flags:
-        print(f"FLAG {f.tool} v{f.version} {f.check} since alarm {f.since_alarm}, flagged at "
-              f"{f.flagged_at_alarm} (p={f.p_value:.2g}): {f.what_changed}")  # fmt: skip
+        print(f"FLAG {f.tool} v{f.version} {f.check} since alarm {f.since_run}, flagged at "
+              f"{f.flagged_at_run} (p={f.p_value:.2g}): {f.what_changed}")  # fmt: skip
     if not report.flags:
-        print(f"no flags over {report.alarms} alarms ({report.invocations} invocations)")
+        print(f"no flags over {report.runs} alarms ({report.invocations} invocations)")
     if meta:
         j = summary["judged"]
         for d in j["drifts"]:

@@ -87,7 +87,7 @@ WAITING = {  # the module -> its world words and the most of each it may hold
     "tools/invocation_log.py": {"idle": 2, "site": 1},
     "tools/jailed.py": {"paid": 2, "site": 6},
     "tools/kit.py": {"idle": 2, "site": 2, "station": 4},
-    "tools/monitor.py": {"alarm": 20, "site": 1},
+    "tools/monitor.py": {"site": 1},
     "tools/params.py": {"alarm": 1, "idle": 1, "site": 4, "triage": 1},
     "tools/registry.py": {"idle": 1, "interruption": 1, "station": 1},
     "tools/shadow.py": {"alarm": 9},

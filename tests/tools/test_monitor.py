@@ -50,7 +50,7 @@ def test_a_unit_change_is_flagged_on_the_right_tool_soon_after_onset(tmp_path):
     assert report.flags
     assert {f.tool for f in report.flags} == {"obs_idle"}
     first = report.flags[0]
-    assert 400 <= first.since_alarm <= first.flagged_at_alarm < 420
+    assert 400 <= first.since_run <= first.flagged_at_run < 420
     assert first.examples and first.examples[0]["observed"] < 1
 
 
