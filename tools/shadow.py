@@ -1,4 +1,4 @@
-"""Shadow mode: candidate tool versions run beside the active ones on the same alarms.
+"""Shadow mode: candidate tool versions run beside the active ones on the same inputs.
 
 After each run, every node the run decided with a compiled tool that has a candidate is
 decided again by the candidate, with the same input, parameters and parent verdicts. The
@@ -26,8 +26,8 @@ from sopgraph.tools.registry import Registry, RegistryError
 
 
 class Discrepancy(BaseModel):
-    alarm_id: str
-    alarm: int  # index in the timeline
+    run_id: str
+    run: int  # the run's index in the timeline
     node: str
     active_version: int | None
     candidate_version: int
@@ -56,8 +56,9 @@ class Shadow:
         self.compared = dict.fromkeys(candidates, 0)  # per node: runs that reached it
 
     async def compare(
-        self, alarm_index: int, run_input: dict[str, Any], verdicts: dict[str, Verdict],
+        self, index: int, run_input: dict[str, Any], verdicts: dict[str, Verdict],
         versions: dict[str, int | None], mcp: Any, unresolved: dict[str, str] | None = None,
+        run_id: str | None = None,
     ) -> list[Discrepancy]:  # fmt: skip
         """Decide the run's candidate nodes again; the disagreements with the run.
 
@@ -75,7 +76,7 @@ class Shadow:
                 if q in verdicts and node_id in n.next.children()
             }  # fmt: skip
             ctx = ToolContext(node_id=node_id, text=self.sop.render_text(node, p), params=p,
-                              parents=parents, input=run_input, run_id=str(run_input["alarm_id"]),
+                              parents=parents, input=run_input, run_id=run_id or str(index),
                               mcp=mcp, node=node)  # fmt: skip
             start, error, got = time.perf_counter(), None, None
             try:
@@ -96,7 +97,7 @@ class Shadow:
             value = got.value if got else "error"
             if value != active_value:
                 out.append(Discrepancy(
-                    alarm_id=ctx.run_id, alarm=alarm_index, node=node_id,
+                    run_id=ctx.run_id, run=index, node=node_id,
                     active_version=versions.get(node_id) or self.active[node_id], candidate_version=self.candidates[node_id],
                     active=active_value, candidate=value,
                     active_observed=active.observed if active else unresolved.get(node_id),
@@ -112,17 +113,17 @@ def shadow_record_path(sop_dir: Path, node: str, version: int, home: Path | None
 
 
 def record_shadow(
-    sop_dir: Path, candidates: dict[str, int], alarms: int, timeline: str,
+    sop_dir: Path, candidates: dict[str, int], runs: int, timeline: str,
     discrepancies: list[dict[str, Any]], home: Path | None = None,
 ) -> None:  # fmt: skip
     """Keep each candidate's shadow outcome where ``tools promote`` reads it."""
     for node, version in candidates.items():
         mine = [d for d in discrepancies if d["node"] == node]
-        first = f", first at alarm {min(d['alarm'] for d in mine)}" if mine else ""
+        first = f", first at run {min(d['run'] for d in mine)}" if mine else ""
         path = shadow_record_path(sop_dir, node, version, home)
         path.parent.mkdir(parents=True, exist_ok=True)
         summary = (
-            f"{datetime.now(UTC).date().isoformat()}: {alarms} alarms on the {timeline} timeline, "
+            f"{datetime.now(UTC).date().isoformat()}: {runs} runs on the {timeline} timeline, "
             f"{len(mine)} discrepancies with the active version{first} ({path})"
         )
         path.write_text(json.dumps({"summary": summary, "discrepancies": mine}, indent=1,

@@ -95,7 +95,13 @@ async def run_timeline(
                 if shadow is not None:
                     versions = {s["node"]: s.get("version") for s in result.trail if "node" in s}
                     found = await shadow.compare(
-                        i, sc.input, result.verdicts, versions, pool, result.unresolved
+                        i,
+                        sc.input,
+                        result.verdicts,
+                        versions,
+                        pool,
+                        result.unresolved,
+                        run_id=sc.alarm_id,
                     )
                     discrepancies.extend(d.model_dump() for d in found)
             if on_alarm:
@@ -103,7 +109,7 @@ async def run_timeline(
 
         await asyncio.gather(*(one(i, sc) for i, sc in enumerate(scenarios)))
     log.close()
-    discrepancies.sort(key=lambda d: (d["alarm"], d["node"]))
+    discrepancies.sort(key=lambda d: (d["run"], d["node"]))
     summary = {
         "out": str(out), "alarms": len(scenarios), "drift": [
             {k: d[k] for k in ("kind", "server", "field", "onset_alarm", "onset_time", "readers")}

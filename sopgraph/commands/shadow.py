@@ -29,9 +29,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
     on_drifted = [
         d
         for d in found
-        if any(
-            d["node"] in o["readers"] and d["alarm"] >= o["onset_alarm"] for o in onsets.values()
-        )
+        if any(d["node"] in o["readers"] and d["run"] >= o["onset_alarm"] for o in onsets.values())
     ]
     verdict = {"discrepancies": len(found), "on_drifted_alarms": len(on_drifted),
                "elsewhere": len(found) - len(on_drifted)}  # fmt: skip
@@ -45,7 +43,7 @@ def cmd_shadow(args: argparse.Namespace) -> int:
         f"{'alarm':>5} {'alarm_id':12} {'node':24} active -> candidate   observed (active | candidate)"
     )
     for d in found:
-        print(f"{d['alarm']:5} {d['alarm_id']:12} {d['node']:24} v{d['active_version']} "
+        print(f"{d['run']:5} {d['run_id']:12} {d['node']:24} v{d['active_version']} "
               f"{d['active']} -> v{d['candidate_version']} {d['candidate']}   "
               f"{json.dumps(d['active_observed'])} | {json.dumps(d['candidate_observed'])}")  # fmt: skip
     compared = summary["shadow"]["compared"]

@@ -38,7 +38,7 @@ def test_shadow_of_a_fixed_version_differs_on_drifted_alarms_only(fc_home, tmp_p
     onset = next(d["onset_alarm"] for d in out["drift"] if d["kind"] == "type")
     assert found and out["check"]["elsewhere"] == 0
     assert out["shadow"]["compared"]["rc_robot_fault"] >= len(found)
-    assert all(d["alarm"] >= onset and d["node"] == "rc_robot_fault" for d in found)
+    assert all(d["run"] >= onset and d["node"] == "rc_robot_fault" for d in found)
     assert all(d["active"] == "false" and d["candidate"] == "true" for d in found)
     # the outcome feeds `tools promote`: its preview names the shadow run and its discrepancies
     summary = shadow_summary(TRIAGE_SOP, "rc_robot_fault", 2, home=fc_home)

@@ -90,7 +90,6 @@ WAITING = {  # the module -> its world words and the most of each it may hold
     "tools/monitor.py": {"site": 1},
     "tools/params.py": {"alarm": 1, "idle": 1, "site": 4, "triage": 1},
     "tools/registry.py": {"idle": 1, "interruption": 1, "station": 1},
-    "tools/shadow.py": {"alarm": 9},
     "tools/similar.py": {"camera": 1},
     "tools/spec/__init__.py": {"idle": 5, "jams": 1, "robotics": 1, "site": 2, "sorter": 3, "station": 4},
     "tools/spec/bind.py": {"site": 6},
