@@ -108,7 +108,6 @@ WAITING = {  # the module -> its world words and the most of each it may hold
     "tools/toolmaker/execution.py": {"site": 2, "station": 2},
     "tools/toolmaker/record.py": {"site": 5, "station": 1},
     "tools/toolmaker/sampling.py": {"site": 2, "station": 1},
-    "tools/toolmaker/search.py": {"site": 11, "station": 6},
     "tools/toolmaker/session.py": {"idle": 1, "station": 1},
 }
 # fmt: on

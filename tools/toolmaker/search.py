@@ -120,6 +120,18 @@ def windows(text: str) -> list[int]:
     return list(dict.fromkeys(found)) or [15, 30, 60]
 
 
+def keyed(fields: list[str]) -> list[dict[str, str]]:
+    """The scopes a measurement may be matched on, coarsest first: the first of the input's
+    fields that key the data, then the first two, and so on (``{"a": "$a"}``, ``{"a": "$a",
+    "b": "$b"}``)."""
+    return [{f: f"${f}" for f in fields[:n]} for n in range(1, len(fields) + 1)]
+
+
+def table_keys(cols: list[str], input_fields: list[str]) -> list[str]:
+    """The input's fields that are columns of the table (not its time), in the input's order."""
+    return [f for f in input_fields if f in cols and f != "timestamp"]
+
+
 def enumerate_specs(
     text: str, hints: list[str], data: DataCatalog, params: list[str], input_fields: list[str]
 ) -> list[dict[str, Any]]:
@@ -131,9 +143,7 @@ def enumerate_specs(
         server, _, item = hint.partition(".")
         for w in windows(text):
             if item in data.metrics.get(server, []):
-                matches = [{"site": "$site"}]
-                if "station" in input_fields:
-                    matches.append({"site": "$site", "station": "$station"})
+                matches = keyed(data.keyed_labels(server, input_fields)) or [{}]
                 for match, reduce in itertools.product(
                     matches, ("mean", "sum", "max", "min", "last", "count")
                 ):
@@ -145,7 +155,8 @@ def enumerate_specs(
                 times = data.time_columns(table)
                 if not times:
                     continue
-                where = {"site": "$site"} if "site" in cols else {}
+                # the first input field the table has: the coarsest scope (more are the grammar's)
+                where = (keyed(table_keys(cols, input_fields)) or [{}])[0]
                 column = item if item in cols else None
                 reduces = (
                     ("mean", "sum", "max", "min", "last", "increase", "count")
@@ -166,11 +177,7 @@ def enumerate_specs(
         a, b = (h.partition(".")[2] for h in hints)
         server = hints[0].partition(".")[0]
         if a in data.metrics.get(server, []) and b in data.metrics.get(server, []):
-            match = (
-                {"site": "$site", "station": "$station"}
-                if "station" in input_fields
-                else {"site": "$site"}
-            )
+            match = (keyed(data.keyed_labels(server, input_fields)) or [{}])[-1]  # the finest
             for w, op, threshold in itertools.product(windows(text), (">", ">="), thresholds):
                 specs.append({
                     "measures": {"a": {"server": server, "metric": a, "match": match, "minutes": w, "reduce": "sum"},
