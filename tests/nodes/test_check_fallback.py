@@ -180,16 +180,27 @@ async def test_check_only_decides_without_the_library(session, tmp_path):
 
 
 @shared_loop
-async def test_a_check_off_its_thresholds_unit_goes_back_with_the_units(session, tmp_path):
+async def test_the_declared_units_set_the_scale_and_a_count_goes_back(session, tmp_path):
     # the catalog says the metric is a percentage, the SOP text that its threshold is one
     node_id = "obs_label_fail_high"
     lib = Registry(EXAMPLES / "fc_alarm_triage" / "tools").resolve(node_id).fn.spec.to_dict()
     right = canonical(lib)
     assert right["scale"] == 1
-    answers = [{"spec": {**right, "scale": 100}}, {"spec": right}]
-    fallback, _, lm, node, ctx = setup(session, tmp_path, answers, samples=1, node_id=node_id)
+    fallback, _, lm, node, ctx = setup(
+        session, tmp_path, [{"spec": {**right, "scale": 100}}], samples=1, node_id=node_id
+    )
     outcome = await fallback.decide(node, ctx)
     (sample,) = outcome.detail["check"]["samples"]
-    assert sample["repaired"].startswith("scale: the value is already a percentage")
+    assert sample["scaled"].startswith("scale 100 -> 1: the value is a percentage")
     assert sample["spec"] == right and outcome.verdict.value == "true"
-    assert "use scale 1" in lm.history[1]["messages"][-1]["content"]
+    assert len(lm.history) == 1  # set by the units: no call to repair it
+    # a count read against a percentage has no scale that fixes it: it goes back, once
+    count = {**right, "measures": {"a": {**right["measures"]["a"], "reduce": "count"}}}
+    fallback, _, lm, node, ctx = setup(
+        session, tmp_path, [{"spec": count}, {"spec": right}], samples=1, node_id=node_id
+    )
+    outcome = await fallback.decide(node, ctx)
+    (sample,) = outcome.detail["check"]["samples"]
+    assert sample["repaired"].startswith("value: the value is a count")
+    assert sample["spec"] == right and outcome.verdict.value == "true"
+    assert "a / b" in lm.history[1]["messages"][-1]["content"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sopgraph.tools.toolmaker.check_units import declared, unit_problem
+from sopgraph.tools.toolmaker.check_units import declared, implied_scale, unit_problem
 
 UNITS = {
     "fail_pct": "type=gauge; unit=percent; help=share failed (0-100)",
@@ -67,3 +67,13 @@ def test_like_units_elsewhere_and_what_is_not_declared():
 def test_unlike_declared_units_are_named():
     why = unit_problem(check("a", 1, a="fail_pct"), UNITS, "vacuum below {limit} kPa")
     assert why == "value: the value is in % (fail_pct: unit percent) and {limit} is in kPa"
+
+
+def test_the_scale_the_units_imply():
+    assert implied_scale(check("a", 100, a="fail_pct"), UNITS, PCT)[0] == 1
+    assert implied_scale(check("a / b", 1, a="errors", b="attempts"), UNITS, PCT)[0] == 100
+    assert implied_scale(check("a", 100, a="vacuum"), UNITS, "below {limit} kPa")[0] == 1
+    # none: a count against a percentage, undeclared units, unlike units
+    assert implied_scale(check("a", 1, a="errors"), UNITS, PCT) is None
+    assert implied_scale(check("a", 1, a="plain"), UNITS, PCT) is None
+    assert implied_scale(check("a", 1, a="fail_pct"), UNITS, "below {limit} kPa") is None

@@ -11,9 +11,11 @@ Checks are drawn once per session (and prompt) and run on every later input. A s
 the validator rejects (a rule between fields that the grammar does not hold, such as "reduce
 mean needs a column") goes back once, with the Check and the validator's line as the prompt's
 feedback (DSPy's ``Refine`` in small: one retry, its reason named); the repair takes its place.
-So does a Check whose scaled value is not in the unit the SOP gives its threshold, where the
-catalog declares the data's unit (``check_units``: a percentage metric against a percentage is
-scale 1, a ratio of counts scale 100, a count never one).
+Where the catalog declares the data's unit and the SOP text the threshold's (``check_units``),
+the units give the scale: a percentage metric against a percentage is scale 1, a ratio of like
+quantities scale 100, and a sample's scale is set to theirs (a unit conversion, kept in the
+trail as ``scaled``, not a guess); a Check no scale reconciles (a count against a percentage)
+goes back like one the validator rejects.
 Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
 Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
@@ -46,7 +48,7 @@ from sopgraph.prompts.toolmaker import CheckMakerModule
 from sopgraph.tools.registry import Registry, RegistryError
 from sopgraph.tools.spec import Check, SpecError, trace
 from sopgraph.tools.toolmaker.catalog import Catalog
-from sopgraph.tools.toolmaker.check_units import unit_problem
+from sopgraph.tools.toolmaker.check_units import implied_scale, unit_problem
 from sopgraph.tools.toolmaker.context import brief_for
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import library_specs, nearest
@@ -67,7 +69,8 @@ DEMOS = 3  # the library's nearest verified specs shown, as the tool-maker shows
 CONFIG = "sop+d"  # the prompt's data: the catalog's names with units and types
 
 
-Drawn = tuple[dict[str, Any] | None, str | None, str | None]  # Check, problem, repaired: why
+# a draw: its Check, why it gives no vote, why it was sent back, how the units set its scale
+Drawn = tuple[dict[str, Any] | None, str | None, str | None, str | None]
 
 
 class NoModel(Exception):
@@ -85,6 +88,7 @@ class Candidate:
     observed: Any = None
     same_as: int | None = None  # the earlier sample that gave the same Check
     repaired: str | None = None  # why the validator rejected the first draw, sent back once
+    scaled: str | None = None  # the scale the declared units set, from what, and why
 
     def row(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -232,12 +236,20 @@ class CheckFallback:
         def check_problem(spec: dict[str, Any] | None) -> str | None:
             return rejected(spec) or (unit_problem(spec, units, text) if spec else None)
 
-        drawn, spent = await self._drawn(deps.node.id, fmt, texts, check_problem)
+        def settle(spec: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+            """The Check with the scale its declared units give (a conversion, recorded)."""
+            implied = implied_scale(spec, units, text) if spec else None
+            if spec is None or implied is None or spec.get("scale", 1) == implied[0]:
+                return spec, None
+            note = f"scale {spec.get('scale', 1)} -> {implied[0]}: {implied[1]}"
+            return {**spec, "scale": implied[0]}, note
+
+        drawn, spent = await self._drawn(deps.node.id, fmt, texts, check_problem, settle)
         # every distinct MCP call once: candidates often read the same data
         run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
         tally, seen = Tally(), {}
-        for i, (spec, problem, why) in enumerate(drawn):
-            cand = Candidate(i, spec, problem, repaired=why)
+        for i, (spec, problem, why, scaled) in enumerate(drawn):
+            cand = Candidate(i, spec, problem, repaired=why, scaled=scaled)
             tally.candidates.append(cand)
             if spec is None or problem is not None:
                 continue
@@ -257,6 +269,9 @@ class CheckFallback:
         fmt: dict[str, Any],
         texts: dict[str, str],
         check: Callable[[dict[str, Any] | None], str | None] = lambda s: None,
+        settle: Callable[[dict[str, Any] | None], tuple[dict[str, Any] | None, str | None]] = (
+            lambda s: (s, None)
+        ),
     ) -> tuple[list[Drawn], Usage | None]:
         """The node's sampled Checks: drawn once per prompt, then run on every input; with the
         tokens the draw spent, or None when they were drawn before.
@@ -264,7 +279,8 @@ class CheckFallback:
         The prompt holds the node, its grammar, the catalog and the demonstrations, not the
         input's values, so a Check drawn for one input is the same program for the next; drawing
         again would only cost calls and add variance. A changed prompt (catalog, library) draws
-        anew.
+        anew. Each sample is settled (its units' scale) and checked; a rejected one goes back
+        once with the reason, and its repair is settled and checked the same way.
         """
         key = hashlib.sha256(
             json.dumps([node_id, fmt, texts], sort_keys=True, default=str).encode()
@@ -279,9 +295,10 @@ class CheckFallback:
                 self.module, self.lm, fmt, sample_config(i, i), texts
             )
             spent.add(used)
+            spec, scaled = settle(spec)
             why = check(spec)
             if spec is None or why is None:
-                drawn.append((spec, problem, None))
+                drawn.append((spec, problem, None, scaled))
                 continue
             seen = json.dumps(spec, sort_keys=True)
             if seen not in repaired:  # each distinct rejected Check goes back once
@@ -290,9 +307,10 @@ class CheckFallback:
                     self.module, self.lm, fmt, sample_config(i, i), again
                 )
                 spent.add(used)
+                fixed, fixed_scaled = settle(fixed)
                 if (still := check(fixed)) is not None:  # kept for the record; gives no vote
                     fixed_problem = f"spec rejected again: {still}"
-                repaired[seen] = (fixed, fixed_problem, why)
+                repaired[seen] = (fixed, fixed_problem, why, fixed_scaled)
             drawn.append(repaired[seen])
         self._draws[key] = drawn
         return drawn, spent

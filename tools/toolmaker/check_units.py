@@ -7,8 +7,10 @@ metadata, as ``get_metric_metadata`` and Prometheus's own metadata give it). A C
 ``scale * value`` with its threshold, so where both are known the scale follows: a percentage
 read against a percentage is scale 1, a ratio of two like quantities against a percentage is
 scale 100, and a count is never a percentage. A Check that breaks this is rejected with the one
-line saying why, and the fallback sends it back (``check_fallback``). Where either unit is not
-declared (a table column, a count threshold, a formula over unlike units) nothing is said.
+line saying why, and the fallback sends it back (``check_fallback``); where the units fix the
+scale (``implied_scale``), the scale is theirs: the fallback sets it and records that it did,
+as a unit conversion the declarations make, not a guess. Where either unit is not declared (a
+table column, a count threshold, a formula over unlike units) nothing is said or set.
 
 Example:
     >>> units = {"fail_pct": "type=gauge; unit=percent"}
@@ -77,6 +79,26 @@ def value_unit(spec: dict[str, Any], units: dict[str, str]) -> tuple[str | None,
     if two.group(2) == "/":
         return RATIO, f"a ratio of like quantities ({why})"
     return a, why
+
+
+def implied_scale(spec: dict[str, Any], units: dict[str, str], text: str) -> tuple[int, str] | None:
+    """The scale the declared units give the Check, and why; None when they give none (a unit
+    undeclared, or units that no scale reconciles: ``unit_problem`` says which)."""
+    threshold = spec.get("threshold")
+    if not isinstance(threshold, str):
+        return None
+    want = unit_after(text, threshold)
+    got, why = value_unit(spec, units)
+    if want is None or got is None:
+        return None
+    name = "{" + threshold + "}"
+    if want == "%" and got == "%":
+        return 1, f"the value is a percentage ({why}) and so is {name}"
+    if want == "%" and got == RATIO:
+        return 100, f"the value is {why}, a fraction, and {name} a percentage"
+    if got == want:
+        return 1, f"the value is in {want} ({why}) like {name}"
+    return None
 
 
 def unit_problem(spec: dict[str, Any], units: dict[str, str], text: str) -> str | None:
