@@ -7,6 +7,11 @@ scored against the labels beside the compiled tools' and each node's majority la
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from dspy.utils import DummyLM
@@ -66,3 +71,23 @@ def test_a_malformed_case_names_its_line(project, tmp_path):
     (project / "cases" / "ct_amount_over_limit.jsonl").write_text('{"node": "nope", "input": {}}\n')
     with pytest.raises(ValueError, match=r"ct_amount_over_limit.jsonl:1: 'nope' is not a decision"):
         asyncio.run(eval_fallback(project, DummyLM([]), "fake", tmp_path / "work"))
+
+
+def test_the_live_run_on_the_init_project_replays(project, tmp_path):
+    """evals/model_results/fallback_init.json, replayed from its cassette: same answers."""
+    root = Path(__file__).resolve().parents[2]
+    live = json.loads((root / "evals" / "model_results" / "fallback_init.json").read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
+    env.update(SOPGRAPH_MODEL="local", SOPGRAPH_HOME=str(tmp_path / "home"),
+               SOPGRAPH_CASSETTE=str(root / "tests" / "cassettes" / "fallback_init.jsonl"),
+               SOPGRAPH_CASSETTE_MODE="replay")  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "sopgraph", "eval", "fallback", str(project), "--json"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["per_node"] == live["per_node"] and out["tokens"] == live["tokens"]
+    got = [(c["node"], c["input"]["order_id"], c["fallback"]) for c in out["cases"]]
+    assert got == [(c["node"], c["input"]["order_id"], c["fallback"]) for c in live["cases"]]
+    assert out["fallback_accuracy"] < out["majority_accuracy"] < out["tool_accuracy"] == 1.0
