@@ -33,7 +33,7 @@ from sopgraph.nodes.mcp import McpPool, load_server_configs
 from sopgraph.nodes.tool_node import as_verdict
 from sopgraph.tools.params import ParamStore
 from sopgraph.tools.registry import Registry, RegistryError
-from sopgraph.tools.toolmaker.check_fallback import SAMPLES, CheckFallback
+from sopgraph.tools.toolmaker.check_fallback import SAMPLES, CheckFallback, fallback_candidates
 
 
 class CasesError(ValueError):
@@ -120,12 +120,7 @@ async def eval_fallback(
         "model": model,
         "samples": samples,
         "seconds": round(time.perf_counter() - started, 1),
-        "candidates": [
-            f"{e.node_id}:{v.version}"
-            for e in registry.list()
-            for v in e.versions
-            if v.author.startswith("fallback:")
-        ],
+        "candidates": fallback_candidates(registry),
         "cases": rows,
     }
 

@@ -85,13 +85,9 @@ def _fresh_copy(sop: Path) -> Path:
 def _candidates(sop: Path) -> dict[str, Any]:
     """The candidate versions the fallback registered in the copy: where, how many, which."""
     from sopgraph.tools.registry import Registry
+    from sopgraph.tools.toolmaker.check_fallback import fallback_candidates
 
-    found = [
-        f"{e.node_id}:{v.version}"
-        for e in Registry(sop / "tools").list()
-        for v in e.versions
-        if v.author.startswith("fallback:")
-    ]
+    found = fallback_candidates(Registry(sop / "tools"))
     return {"sop": str(sop), "registered": len(found), "versions": found}
 
 

@@ -52,7 +52,7 @@ def run_timeline(args: argparse.Namespace, drift: bool, candidates: dict[str, in
 def timeline_sop(args: argparse.Namespace) -> Path:
     """The triage SOP folder the timeline runs (``--sop``: a copy of it, e.g. the one
     ``model triage --arch check-only`` registers its candidates in)."""
-    sop = Path(getattr(args, "sop", None) or TRIAGE_SOP)
+    sop = Path(args.sop or TRIAGE_SOP)
     if not (sop / "sop.yaml").is_file():
         raise UserError(f"--sop {sop}: no sop.yaml there; give the triage SOP's folder or a copy")
     return sop

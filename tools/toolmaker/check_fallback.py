@@ -268,10 +268,8 @@ class CheckFallback:
         node_id: str,
         fmt: dict[str, Any],
         texts: dict[str, str],
-        check: Callable[[dict[str, Any] | None], str | None] = lambda s: None,
-        settle: Callable[[dict[str, Any] | None], tuple[dict[str, Any] | None, str | None]] = (
-            lambda s: (s, None)
-        ),
+        check: Callable[[dict[str, Any] | None], str | None],
+        settle: Callable[[dict[str, Any] | None], tuple[dict[str, Any] | None, str | None]],
     ) -> tuple[list[Drawn], Usage | None]:
         """The node's sampled Checks: drawn once per prompt, then run on every input; with the
         tokens the draw spent, or None when they were drawn before.
@@ -337,6 +335,16 @@ class CheckFallback:
             name, code, author=author, activate=False, record_json=json.dumps(record, indent=1)
         )
         return {"tool": name, "version": version, "author": author, "new": True}
+
+
+def fallback_candidates(registry: Registry) -> list[str]:
+    """The versions the fallback registered in ``registry``, as ``node:version``."""
+    return [
+        f"{e.node_id}:{v.version}"
+        for e in registry.list()
+        for v in e.versions
+        if v.author.startswith("fallback:")
+    ]
 
 
 def rejected(spec: dict[str, Any] | None) -> str | None:

@@ -31,13 +31,18 @@ COUNT, RATIO = "count", "ratio"
 _RATIOS = ("ratio", "fraction", "1")
 
 
+def _unit_field(meta: str | None) -> str | None:
+    """The ``unit=`` of a catalog entry (``type=gauge; unit=percent; help=...``), as written."""
+    found = re.search(r"(?:^|;\s*)unit=([^;]+)", meta or "")
+    return found.group(1).strip() if found else None
+
+
 def declared(meta: str | None) -> str | None:
     """The unit a catalog entry declares, in the SOP text's spelling (``%``, ``kPa``), or
     ``count`` / ``ratio``; None when it declares none we know."""
-    found = re.search(r"(?:^|;\s*)unit=([^;]+)", meta or "")
-    if not found:
+    raw = _unit_field(meta)
+    if raw is None:
         return None
-    raw = found.group(1).strip()
     low = raw.lower()
     if low in ("count", "counts", "total"):
         return COUNT
@@ -53,14 +58,9 @@ def _measure_unit(m: dict[str, Any], units: dict[str, str]) -> tuple[str | None,
     if m.get("reduce") == "count":
         return COUNT, "a count of samples or rows"
     if "metric" in m:
-        unit = declared(units.get(str(m["metric"])))
-        return unit, f"{m['metric']}: unit {_spelled(units.get(str(m['metric'])))}"
+        meta = units.get(str(m["metric"]))
+        return declared(meta), f"{m['metric']}: unit {_unit_field(meta) or 'none'}"
     return None, ""
-
-
-def _spelled(meta: str | None) -> str:
-    found = re.search(r"(?:^|;\s*)unit=([^;]+)", meta or "")
-    return found.group(1).strip() if found else "none"
 
 
 def value_unit(spec: dict[str, Any], units: dict[str, str]) -> tuple[str | None, str]:
@@ -81,9 +81,11 @@ def value_unit(spec: dict[str, Any], units: dict[str, str]) -> tuple[str | None,
     return a, why
 
 
-def implied_scale(spec: dict[str, Any], units: dict[str, str], text: str) -> tuple[int, str] | None:
-    """The scale the declared units give the Check, and why; None when they give none (a unit
-    undeclared, or units that no scale reconciles: ``unit_problem`` says which)."""
+def _both_units(
+    spec: dict[str, Any], units: dict[str, str], text: str
+) -> tuple[str, str, str, str] | None:
+    """(the threshold's unit, the value's, where the value's comes from, ``{threshold}``), or
+    None when the threshold is not a parameter or either unit is undeclared."""
     threshold = spec.get("threshold")
     if not isinstance(threshold, str):
         return None
@@ -91,7 +93,16 @@ def implied_scale(spec: dict[str, Any], units: dict[str, str], text: str) -> tup
     got, why = value_unit(spec, units)
     if want is None or got is None:
         return None
-    name = "{" + threshold + "}"
+    return want, got, why, "{" + threshold + "}"
+
+
+def implied_scale(spec: dict[str, Any], units: dict[str, str], text: str) -> tuple[int, str] | None:
+    """The scale the declared units give the Check, and why; None when they give none (a unit
+    undeclared, or units that no scale reconciles: ``unit_problem`` says which)."""
+    both = _both_units(spec, units, text)
+    if both is None:
+        return None
+    want, got, why, name = both
     if want == "%" and got == "%":
         return 1, f"the value is a percentage ({why}) and so is {name}"
     if want == "%" and got == RATIO:
@@ -104,15 +115,11 @@ def implied_scale(spec: dict[str, Any], units: dict[str, str], text: str) -> tup
 def unit_problem(spec: dict[str, Any], units: dict[str, str], text: str) -> str | None:
     """Why the Check's scaled value is not in its threshold's unit (None: it is, or a unit is
     not declared)."""
-    threshold = spec.get("threshold")
-    if not isinstance(threshold, str):
+    both = _both_units(spec, units, text)
+    if both is None:
         return None
-    want = unit_after(text, threshold)
-    got, why = value_unit(spec, units)
-    if want is None or got is None:
-        return None
+    want, got, why, name = both
     scale = spec.get("scale", 1)
-    name = "{" + threshold + "}"
     if want == "%":
         if got == "%" and scale != 1:
             return (
