@@ -74,9 +74,11 @@ $(WORLD_REAL): requirements/world-real.txt
 
 # The triage SOP on real Prometheus (the world's metrics backfilled with promtool, read through
 # prometheus-mcp-server) beside the simulated servers: labeled cases, then `eval triage`'s
-# alarms (ALARMS=N for the first N held-out ones; all 750 by default). docs/real-world.md.
+# alarms (ALARMS=N for the first N held-out ones; all 750 by default). TOOLMAKER=1: the
+# tool-maker's node set made on both stacks instead (the model's too with SOPGRAPH_MODEL set).
+# docs/real-world.md.
 world-real: install system-deps $(WORLD_REAL)
-	$(PY) -m sopgraph.evals.world_real $(if $(ALARMS),--alarms $(ALARMS))
+	$(if $(TOOLMAKER),$(PY) -m sopgraph.evals.world_real_toolmaker,$(PY) -m sopgraph.evals.world_real $(if $(ALARMS),--alarms $(ALARMS)))
 
 # Arize Phoenix, a real trace backend for the tracing test, in its own virtual environment
 # (about 850 MB and 5 minutes; it pins its own protobuf, grpcio and SQLAlchemy).

@@ -24,9 +24,16 @@ from typing import Any
 
 from sopgraph.evals.fc_triage.build import build_world
 from sopgraph.evals.fc_triage.dataset import load_scenarios
+from sopgraph.evals.pg_cluster import PostgresMissing
 from sopgraph.evals.tool_eval import NodeResult, eval_tools
 from sopgraph.evals.triage_eval import AlarmOutcome, eval_triage
-from sopgraph.evals.world_real_checks import explain, missing_metrics, reachable
+from sopgraph.evals.world_real_checks import (
+    explain,
+    missing_metrics,
+    postgres_dsns,
+    postgres_reachable,
+    reachable,
+)
 from sopgraph.evals.world_real_stack import PrometheusProcess, StackError, real_sop
 from sopgraph.examples import EXAMPLES
 from sopgraph.graphs.home import home_dir
@@ -48,10 +55,20 @@ def blocks_for(robotics_db: Path) -> Path:
 
 
 @contextmanager
-def real_stack(sop_dir: Path, robotics_db: Path, workdir: Path):
-    """Prometheus over the backfilled world, and the SOP copy that reads it; yields the copy."""
-    with PrometheusProcess(blocks_for(robotics_db), workdir) as prom:
-        yield real_sop(sop_dir, workdir / "sop", prom.url), prom
+def real_stack(sop_dir: Path, paths: Any, workdir: Path, postgres: bool = True):
+    """Prometheus over the backfilled world and, with ``postgres``, the conveyance and ops
+    tables in a throwaway PostgreSQL cluster; yields the SOP copy that reads them, and
+    Prometheus. ``paths``: the world's ``WorldPaths``."""
+    from sopgraph.evals.pg_cluster import PgCluster
+    from sopgraph.evals.world_real_pg import load_world_tables
+
+    with PrometheusProcess(blocks_for(paths.robotics), workdir) as prom:
+        if not postgres:
+            yield real_sop(sop_dir, workdir / "sop", prom.url), prom
+            return
+        with PgCluster(database="conveyance") as pg:
+            dsns = load_world_tables(paths, pg)
+            yield real_sop(sop_dir, workdir / "sop", prom.url, postgres=dsns), prom
 
 
 async def preflight(real_dir: Path, url: str) -> None:
@@ -62,6 +79,13 @@ async def preflight(real_dir: Path, url: str) -> None:
             f"Prometheus at {url} is not reachable ({why}); start it, or point PROMETHEUS_URL "
             f"in {real_dir / 'mcp.json'} at a running one"
         )
+    for server, dsn in postgres_dsns(real_dir / "mcp.json").items():
+        why = postgres_reachable(dsn)
+        if why is not None:
+            raise StackError(
+                f"PostgreSQL at {dsn} (the {server} server) is not reachable ({why}); start it, "
+                f"or point the {server} server's --dsn in {real_dir / 'mcp.json'} at a running one"
+            )
     async with McpPool(load_server_configs(real_dir)) as mcp:
         listed = (await mcp.call("robotics", "list_metrics", {}))["metrics"]
     missing = missing_metrics(real_dir, listed, url)
@@ -188,6 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alarms", type=int, default=None, help="first N alarms (default: all)")
     ap.add_argument("--nodes", default=None, help="comma-separated node ids (default: all)")
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument(
+        "--no-postgres",
+        action="store_true",
+        help="keep the simulated SQL servers (default: the tables in PostgreSQL)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     paths = build_world(home_dir(), progress=sys.stderr.isatty())
@@ -195,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     nodes = [n for n in args.nodes.split(",") if n] if args.nodes else None
     try:
         with tempfile.TemporaryDirectory(prefix="world-real-") as tmp:
-            with real_stack(TRIAGE_SOP, paths.robotics, Path(tmp)) as (real_dir, prom):
+            with real_stack(TRIAGE_SOP, paths, Path(tmp), not args.no_postgres) as (
+                real_dir,
+                prom,
+            ):
                 summary = asyncio.run(
                     compare(
                         TRIAGE_SOP,
@@ -208,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                         concurrency=args.concurrency,
                     )
                 )
-    except (StackError, BackfillError) as exc:
+    except (StackError, BackfillError, PostgresMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=2) if args.json else render(summary))

@@ -1,5 +1,5 @@
-"""One line for each way the real metrics stack fails a run: Prometheus down or gone, a metric
-it does not have, a query it rejects.
+"""One line for each way the real data stack fails a run: Prometheus or PostgreSQL down or
+gone, a metric Prometheus does not have, a query either rejects.
 
 ``prometheus-mcp-server`` passes on ``requests``' own text (``HTTPConnectionPool(...): Max
 retries exceeded ...``, ``400 Client Error: Bad Request for url: ...``) and answers a metric it
@@ -22,6 +22,11 @@ from sopgraph.tools.registry import Registry, RegistryError
 
 _DOWN = re.compile(r"Max retries exceeded|Connection refused|NewConnectionError|timed out")
 _BAD = re.compile(r"400 Client Error: Bad Request for url: (\S+)")
+# database-mcp-postgres's tools, as McpPool words their failure: "<server>.execute_sql failed: ..."
+_PG_CALL = re.compile(r"\b(\w+)\.(?:execute_sql|search_objects) failed: (.*)", re.S)
+_PG_DOWN = re.compile(
+    r"connection|could not connect|server closed|terminat|refused|no such file|timeout", re.I
+)
 
 
 def reachable(url: str, timeout: float = 3.0) -> str | None:
@@ -50,7 +55,10 @@ def _prometheus_error(query_url: str) -> str:
 
 
 def explain(error: str, url: str, mcp_json: Path) -> str:
-    """A failed robotics call's text as one line: what, where, how to fix."""
+    """A failed call's text as one line: what, where, how to fix."""
+    pg = _PG_CALL.search(error)
+    if pg:
+        return explain_postgres(pg.group(1), pg.group(2), mcp_json)
     if _DOWN.search(error):
         return (
             f"Prometheus at {url} is not answering ({reachable(url) or 'it answers now'}); "
@@ -66,6 +74,43 @@ def explain(error: str, url: str, mcp_json: Path) -> str:
             "fix the tool's query (promtool query instant can try it)"
         )
     return error.splitlines()[0] if error else "no error text"
+
+
+def explain_postgres(server: str, error: str, mcp_json: Path) -> str:
+    """A failed call of a database-mcp-postgres server as one line."""
+    first = " ".join(error.split("\n")[0].split()) or "no error text"
+    if _PG_DOWN.search(error):
+        return (
+            f"PostgreSQL behind the {server} server is not answering ({first}); start it "
+            f"again, or point the {server} server's --dsn in {mcp_json} at a running one"
+        )
+    return (
+        f"PostgreSQL behind the {server} server rejected the statement: {first}; fix the "
+        "tool's SQL (psql can try it)"
+    )
+
+
+def postgres_dsns(mcp_json: Path) -> dict[str, str]:
+    """Server -> the DSN its ``--dsn`` argument names (the database-mcp-postgres servers)."""
+    servers = json.loads(mcp_json.read_text()).get("mcpServers", {})
+    out = {}
+    for name, cfg in servers.items():
+        args = cfg.get("args") or []
+        if "--dsn" in args and args.index("--dsn") + 1 < len(args):
+            out[name] = args[args.index("--dsn") + 1]
+    return out
+
+
+def postgres_reachable(dsn: str, timeout: int = 3) -> str | None:
+    """None when PostgreSQL at ``dsn`` takes a connection, else why not (one line)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(dsn, connect_timeout=timeout) as con:
+            con.execute("SELECT 1")
+    except psycopg.Error as exc:
+        return " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
+    return None
 
 
 def series_metrics(sop_dir: Path, server: str = "robotics") -> dict[str, list[str]]:

@@ -109,20 +109,34 @@ class PrometheusProcess:
         self.stop()
 
 
-def mcp_server_command(venv: Path = REAL_VENV) -> Path:
-    """The ``prometheus-mcp-server`` script of the real stack's own virtual environment."""
-    exe = venv.resolve() / "bin" / MCP_SERVER
+def venv_script(name: str, venv: Path = REAL_VENV) -> Path:
+    """A PyPI MCP server's script in the real stack's own virtual environment."""
+    exe = venv.resolve() / "bin" / name
     if not exe.is_file():
         raise StackError(
-            f"{exe}: {MCP_SERVER} is not installed; run make .venv-world-real/.installed "
+            f"{exe}: {name} is not installed; run make .venv-world-real/.installed "
             "(pip install --require-hashes -r requirements/world-real.txt in its own venv)"
         )
     return exe
 
 
-def real_sop(sop_dir: Path, out: Path, prometheus_url: str, venv: Path = REAL_VENV) -> Path:
+def mcp_server_command(venv: Path = REAL_VENV) -> Path:
+    """The ``prometheus-mcp-server`` script of the real stack's own virtual environment."""
+    return venv_script(MCP_SERVER, venv)
+
+
+def real_sop(
+    sop_dir: Path,
+    out: Path,
+    prometheus_url: str,
+    venv: Path = REAL_VENV,
+    postgres: dict[str, str] | None = None,
+) -> Path:
     """A copy of the SOP at ``out`` whose ``robotics`` server is prometheus-mcp-server on
-    ``prometheus_url`` (the other servers as they were)."""
+    ``prometheus_url``, and each server of ``postgres`` (server -> DSN) database-mcp-postgres
+    on its database (the other servers as they were)."""
+    from sopgraph.evals.world_real_pg import server_config
+
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(sop_dir, out, ignore=shutil.ignore_patterns("__pycache__"))
     config = json.loads((sop_dir / "mcp.json").read_text())
@@ -137,5 +151,9 @@ def real_sop(sop_dir: Path, out: Path, prometheus_url: str, venv: Path = REAL_VE
             "PROMETHEUS_REQUEST_TIMEOUT": "10",
         },
     }
+    for server, dsn in (postgres or {}).items():
+        config["mcpServers"][server] = server_config(dsn, venv)
+    if postgres:
+        config["$comment"] += f"; {', '.join(postgres)} are PostgreSQL (database-mcp-postgres)"
     (out / "mcp.json").write_text(json.dumps(config, indent=2) + "\n")
     return out

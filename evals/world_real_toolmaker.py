@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgraph.evals.fc_triage.build import build_world
+from sopgraph.evals.pg_cluster import PostgresMissing
 from sopgraph.evals.toolmaker_eval import NODE_SET, eval_spec_toolmaker
 from sopgraph.evals.toolmaker_report import summarize
 from sopgraph.evals.world_real import TRIAGE_SOP, preflight, real_stack
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="world-real-toolmaker-") as tmp:
             out = args.out or Path(tmp) / "records"
-            with real_stack(TRIAGE_SOP, paths.robotics, Path(tmp)) as (real_dir, prom):
+            with real_stack(TRIAGE_SOP, paths, Path(tmp)) as (real_dir, prom):
                 asyncio.run(preflight(real_dir, prom.url))
                 for stack, sop_dir in (("simulated", TRIAGE_SOP), ("real", real_dir)):
                     t0 = time.perf_counter()
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                         make_on(sop_dir, paths.cases, nodes, configs, models, out / stack)
                     )
                     seconds[stack] = round(time.perf_counter() - t0, 1)
-    except (StackError, BackfillError) as exc:
+    except (StackError, BackfillError, PostgresMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     summary = side_by_side(rows, models.name if models else "none", live)

@@ -51,6 +51,9 @@ class _Recorder:
         self.calls.append((server, tool, dict(args), result))
         return result
 
+    async def list_tools(self, server: str) -> Any:
+        return await self.pool.list_tools(server)
+
 
 def with_params(text: str, params: dict[str, Any]) -> str:
     """The node's text with each ``{param}`` followed by its site value: ``{x} (= 5)``."""

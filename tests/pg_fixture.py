@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from pg_cluster import PgCluster, PostgresMissing
+from sopgraph.evals.pg_cluster import PgCluster, PostgresMissing
 
 
 @pytest.fixture(scope="session")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import socket
 
-import pg_cluster as pg
+import sopgraph.evals.pg_cluster as pg
 import psycopg
 import pytest
-from pg_cluster import PgCluster, PostgresMissing
+from sopgraph.evals.pg_cluster import PgCluster, PostgresMissing
 
 
 @pytest.mark.postgres

@@ -2,7 +2,8 @@
 
 Tool files (people's and the tool-maker's) import it as ``sopgraph.tools.kit``; the hygiene
 test allows it and checks that it imports the standard library only. SQL goes to the MCP
-servers with ``?`` parameters, never formatted into the text.
+servers with ``?`` parameters, never formatted into the text; a server that takes no
+parameters (``execute_sql``) gets each as a quoted SQL literal (``inline_params``).
 
 Example:
     >>> w = Window.ending("2025-03-10T12:00:00Z", minutes=15)
@@ -15,6 +16,8 @@ Example:
 from __future__ import annotations
 
 import datetime as dt
+import json
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,7 +141,14 @@ def counter_steps(rows: list[list] | list[tuple]) -> list[int | float]:
 
 
 async def sql(ctx: Any, server: str, text: str, *params: Any, max_pages: int = 50) -> list[list]:
-    """Every row of one parameterised SELECT on ``server`` (``?`` placeholders), all pages."""
+    """Every row of one parameterised SELECT on ``server`` (``?`` placeholders), all pages.
+
+    sopgraph's SQL servers take ``execute_query(sql, params, page)``. A server whose list has
+    ``execute_sql(sql)`` and no ``execute_query`` (database-mcp-postgres, the PyPI server in
+    front of a real PostgreSQL) gets the statement with each parameter written as an SQL
+    literal (``sql_literal``), and its ``{"columns", "rows"}`` answer as rows of values."""
+    if await _sql_tool(ctx, server) == "execute_sql":
+        return await _execute_sql(ctx, server, inline_params(text, params))
     rows: list[list] = []
     page = 0
     while True:
@@ -150,6 +160,86 @@ async def sql(ctx: Any, server: str, text: str, *params: Any, max_pages: int = 5
         page = res.get("next_page", page + 1)
         if page >= max_pages:
             raise RuntimeError(f"{server}: more than {max_pages} pages of rows; narrow the query")
+
+
+_SQL_TOOLS: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+async def _sql_tool(ctx: Any, server: str) -> str:
+    """The server's SQL tool, read once per pool from its tool list (no list: execute_query)."""
+    pool = ctx.mcp
+    try:
+        known = _SQL_TOOLS.setdefault(pool, {})
+    except TypeError:  # a pool that takes no weak reference: ask each time
+        known = {}
+    if server not in known:
+        lister = getattr(pool, "list_tools", None)
+        names = {t.name for t in await lister(server)} if lister is not None else set()
+        plain = "execute_sql" in names and "execute_query" not in names
+        known[server] = "execute_sql" if plain else "execute_query"
+    return known[server]
+
+
+def sql_literal(value: Any) -> str:
+    """``value`` as an SQL literal: NULL, TRUE/FALSE, a number, or quoted text (quotes doubled,
+    as standard SQL and PostgreSQL's standard_conforming_strings read it)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{value!r} has no SQL literal")
+        return repr(value)
+    text = str(value)
+    if "\x00" in text:
+        raise ValueError("text with a NUL character has no SQL literal")
+    return "'" + text.replace("'", "''") + "'"
+
+
+def inline_params(text: str, params: tuple[Any, ...] | list[Any]) -> str:
+    """``text`` with each ``?`` outside a quoted string or identifier replaced by its
+    parameter's literal, in order; a count that does not match is an error."""
+    out, i, quote = [], 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch == "?":
+            if i >= len(params):
+                raise ValueError(f"{text!r}: more ? placeholders than the {len(params)} parameters")
+            out.append(sql_literal(params[i]))
+            i += 1
+            continue
+        out.append(ch)
+    if i != len(params):
+        raise ValueError(f"{text!r}: {i} ? placeholders for {len(params)} parameters")
+    return "".join(out)
+
+
+async def _execute_sql(ctx: Any, server: str, text: str) -> list[list]:
+    res = await _statement(ctx, server, text)
+    columns = res["columns"]
+    if len(set(columns)) < len(columns):
+        # rows come as objects keyed by column name, so two columns named alike (``avg``,
+        # ``avg``) would collapse: the same statement again, its columns renamed in order
+        names = ", ".join(f'"c{i}"' for i in range(len(columns)))
+        res = await _statement(ctx, server, f"SELECT * FROM ({text}) AS q({names})")
+        columns = res["columns"]
+    return [[row.get(c) for c in columns] if isinstance(row, dict) else row for row in res["rows"]]
+
+
+async def _statement(ctx: Any, server: str, text: str) -> dict[str, Any]:
+    res = await ctx.mcp.call(server, "execute_sql", {"sql": text})
+    if isinstance(res, str):  # "N rows" then the JSON: database-mcp-core's answer
+        first, _, rest = res.partition("\n")
+        if first.startswith("truncated"):
+            raise RuntimeError(
+                f"{server}: {first}; narrow the query or raise the server's max rows"
+            )
+        res = json.loads(rest)
+    return res
 
 
 def as_number(value: Any) -> float:

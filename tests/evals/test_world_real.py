@@ -115,3 +115,29 @@ async def test_prometheus_down_at_start_and_mid_run_is_one_line(world, stack, tm
         await preflight(sop, prom.url)
     assert str(down.value).startswith(f"Prometheus at {prom.url} is not reachable (")
     assert os.linesep not in str(down.value)
+
+
+async def test_the_llm_free_tool_maker_reads_the_real_servers_catalog(world, stack, tmp_path):
+    """The search's catalog comes from prometheus-mcp-server's own listing and its candidates
+    run on Prometheus: the same specs found, the same held-out verdicts, as on the simulated
+    server (two PromQL nodes of the tool-maker's node set)."""
+    from sopgraph.evals.world_real_toolmaker import make_on, side_by_side
+    from sopgraph.tools.toolmaker.catalog import Catalog
+    from sopgraph.tools.toolmaker.data_catalog import DataCatalog
+
+    real_dir, _ = stack
+    async with McpPool(load_server_configs(real_dir)) as mcp:
+        data = await DataCatalog.read(await Catalog.read(mcp), ["robotics"])
+    assert "camera_read_fail_pct" in data.metrics["robotics"]
+    nodes = ["obs_station_idle", "obs_label_fail_high"]
+    rows = {
+        "simulated": await make_on(TRIAGE_SOP, world.cases, nodes, [], None, tmp_path / "sim"),
+        "real": await make_on(real_dir, world.cases, nodes, [], None, tmp_path / "real"),
+    }
+    summary = side_by_side(rows, "none", False)
+    for node in nodes:
+        cell = summary["nodes"][node]["llm-free"]
+        assert cell["real"]["spec"] is not None, node
+        assert cell["real"]["spec"] == cell["simulated"]["spec"], node
+        assert cell["real"]["eval_pass"] == cell["simulated"]["eval_pass"], node
+    assert summary["stacks"]["real"]["llm-free"]["makes"] == len(nodes)

@@ -18,7 +18,11 @@ from typing import Any
 
 from sopgraph.tools.toolmaker.catalog import Catalog
 
-TIME_TYPES = ("TIMESTAMP", "DATETIME", "DATE")
+TIME_TYPES = ("TIMESTAMP", "DATETIME", "DATE")  # PostgreSQL's "timestamp without time zone" too
+
+
+def _first_word(sql_type: str) -> str:
+    return (sql_type.split() or [""])[0].upper()
 
 
 @dataclass
@@ -64,7 +68,24 @@ class DataCatalog:
                     for c in cols:
                         out.types[f"{table}.{c['name']}"] = str(c.get("type", ""))
                 out.tables[server] = tables
+            elif "search_objects" in names:  # database-mcp-postgres and its kin
+                out.tables[server] = await cls._searched(call, server, out.types)
         return out
+
+    @staticmethod
+    async def _searched(call: Any, server: str, types: dict[str, str]) -> dict[str, list[str]]:
+        """Tables and columns from ``search_objects``: ``{}`` lists the tables, ``{"table"}``
+        one table's columns with their types."""
+        listed = await call(server, "search_objects", {})
+        tables = {}
+        for item in listed.get("tables", []) if isinstance(listed, dict) else []:
+            table = item["name"] if isinstance(item, dict) else str(item)
+            detail = await call(server, "search_objects", {"table": table})
+            cols = detail.get("columns", []) if isinstance(detail, dict) else []
+            tables[table] = [c["name"] for c in cols]
+            for c in cols:
+                types[f"{table}.{c['name']}"] = str(c.get("type", ""))
+        return tables
 
     def keyed_labels(self, server: str, input_fields: list[str]) -> list[str]:
         """The labels a series measurement of ``server`` may match on: its metrics' labels (as
@@ -77,7 +98,7 @@ class DataCatalog:
 
     def time_columns(self, table: str) -> list[str]:
         cols = [c for s in self.tables.values() for c in s.get(table, [])]
-        timed = [c for c in cols if self.types.get(f"{table}.{c}", "").upper() in TIME_TYPES]
+        timed = [c for c in cols if _first_word(self.types.get(f"{table}.{c}", "")) in TIME_TYPES]
         named = [c for c in cols if c.endswith(("_at", "_start", "interval", "_time", "ts"))]
         return list(dict.fromkeys(timed + named))
 

@@ -48,6 +48,10 @@ class CachedMcp:
             raise value
         return value
 
+    async def list_tools(self, server: str) -> Any:
+        """The pool's tool list (``kit.sql`` reads which SQL tool a server has)."""
+        return await self.pool.list_tools(server)
+
 
 @dataclass
 class Score:

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster from Debian's packages, for durable-run tests and benchmarks.
+"""A throwaway PostgreSQL cluster from Debian's packages (tests, benchmarks, the real stack).
 
 ``initdb`` refuses to run as root, so when we are root the cluster's folder is handed to the
 ``postgres`` user and the server runs as that user. It listens on a free loopback port with
