@@ -1,6 +1,7 @@
 """The triage SOP on a real Prometheus (Debian's, over a backfilled 2-day world) read through
-prometheus-mcp-server from PyPI: verdicts identical to the simulated server's on labeled cases,
-window edges included, and one line for each way the real stack fails."""
+prometheus-mcp-server from PyPI, and its tables in a real PostgreSQL read through
+database-mcp-postgres: verdicts identical to the simulated servers' on labeled cases, window
+edges included, and one line for each way the real stack fails."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from sopgraph.evals.fc_triage.build import build_world
 from sopgraph.evals.tool_eval import eval_tools
 from sopgraph.evals.world_real import TRIAGE_SOP, blocks_for, node_agreement, preflight
 from sopgraph.evals.world_real_checks import explain, missing_metrics
+from sopgraph.evals.pg_cluster import PgCluster
+from sopgraph.evals.world_real_pg import load_world_tables
 from sopgraph.evals.world_real_stack import PrometheusProcess, StackError, real_sop
 from sopgraph.nodes.mcp import McpError, McpPool, load_server_configs
 
@@ -30,6 +33,11 @@ NODES = [
     "obs_idle_spread",
     "obs_site_throughput_low",
     "ct_standby_capacity_safe",
+    # PostgreSQL: a counter's increase, four columns at once, a Python tool's SQL, open tickets
+    "obs_sorter_jams",
+    "obs_belt_fill_high",
+    "ct_downstage_precondition",
+    "ct_robot_ticket_open",
 ]
 
 
@@ -47,14 +55,16 @@ def world(tmp_path_factory: pytest.TempPathFactory):
 def stack(world, tmp_path_factory: pytest.TempPathFactory):
     work = tmp_path_factory.mktemp("real_stack")
     with PrometheusProcess(blocks_for(world.robotics), work) as prom:
-        yield real_sop(TRIAGE_SOP, work / "sop", prom.url), prom
+        with PgCluster(database="conveyance") as pg:
+            dsns = load_world_tables(world, pg)
+            yield real_sop(TRIAGE_SOP, work / "sop", prom.url, postgres=dsns), prom
 
 
 async def test_labeled_cases_are_verdict_identical_on_real_prometheus(world, stack):
     real_dir, prom = stack
-    assert json.loads((real_dir / "mcp.json").read_text())["mcpServers"]["robotics"][
-        "command"
-    ].endswith("prometheus-mcp-server")
+    servers = json.loads((real_dir / "mcp.json").read_text())["mcpServers"]
+    assert servers["robotics"]["command"].endswith("prometheus-mcp-server")
+    assert all(servers[s]["command"].endswith("database-mcp-postgres") for s in ("conveyance", "ops"))
     await preflight(real_dir, prom.url)
     sim = await eval_tools(TRIAGE_SOP, world.cases, "eval", NODES)
     real = await eval_tools(real_dir, world.cases, "eval", NODES)
@@ -119,17 +129,19 @@ async def test_prometheus_down_at_start_and_mid_run_is_one_line(world, stack, tm
 
 async def test_the_llm_free_tool_maker_reads_the_real_servers_catalog(world, stack, tmp_path):
     """The search's catalog comes from prometheus-mcp-server's own listing and its candidates
-    run on Prometheus: the same specs found, the same held-out verdicts, as on the simulated
-    server (two PromQL nodes of the tool-maker's node set)."""
+    run on Prometheus and PostgreSQL: the same specs found, the same held-out verdicts, as on
+    the simulated servers (two PromQL nodes and one SQL node of the tool-maker's node set)."""
     from sopgraph.evals.world_real_toolmaker import make_on, side_by_side
     from sopgraph.tools.toolmaker.catalog import Catalog
     from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 
     real_dir, _ = stack
     async with McpPool(load_server_configs(real_dir)) as mcp:
-        data = await DataCatalog.read(await Catalog.read(mcp), ["robotics"])
+        data = await DataCatalog.read(await Catalog.read(mcp), ["robotics", "conveyance"])
     assert "camera_read_fail_pct" in data.metrics["robotics"]
-    nodes = ["obs_station_idle", "obs_label_fail_high"]
+    assert "sorter_jam_events_total" in data.tables["conveyance"]["conveyance_5m"]
+    assert data.time_columns("conveyance_5m") == ["five_minute_interval"]
+    nodes = ["obs_station_idle", "obs_label_fail_high", "obs_sorter_jams"]
     rows = {
         "simulated": await make_on(TRIAGE_SOP, world.cases, nodes, [], None, tmp_path / "sim"),
         "real": await make_on(real_dir, world.cases, nodes, [], None, tmp_path / "real"),
@@ -141,3 +153,31 @@ async def test_the_llm_free_tool_maker_reads_the_real_servers_catalog(world, sta
         assert cell["real"]["spec"] == cell["simulated"]["spec"], node
         assert cell["real"]["eval_pass"] == cell["simulated"]["eval_pass"], node
     assert summary["stacks"]["real"]["llm-free"]["makes"] == len(nodes)
+
+
+async def test_postgres_down_at_start_and_mid_run_and_a_bad_statement_are_one_line(
+    world, stack, tmp_path: Path
+):
+    url = stack[1].url
+    with PgCluster(database="conveyance") as pg:
+        dsns = load_world_tables(world, pg)
+        sop = real_sop(TRIAGE_SOP, tmp_path / "sop", url, postgres=dsns)
+        mcp_json = sop / "mcp.json"
+        async with McpPool(load_server_configs(sop)) as mcp:
+            with pytest.raises(McpError) as bad:
+                await mcp.call("ops", "execute_sql", {"sql": "SELECT nope FROM tickets"})
+            line = explain(str(bad.value), url, mcp_json)
+            assert line.startswith("PostgreSQL behind the ops server rejected the statement: ")
+            assert '"nope" does not exist' in line and "\n" not in line
+            ok = await mcp.call("ops", "execute_sql", {"sql": "SELECT count(*) FROM tickets"})
+            assert "1 rows" in ok
+            pg.stop()  # mid-run
+            with pytest.raises(McpError) as gone:
+                await mcp.call("ops", "execute_sql", {"sql": "SELECT count(*) FROM tickets"})
+    line = explain(str(gone.value), url, mcp_json)
+    assert line.startswith("PostgreSQL behind the ops server is not answering ("), line
+    assert f"--dsn in {mcp_json}" in line and "\n" not in line
+    with pytest.raises(StackError) as down:  # at start
+        await preflight(sop, url)
+    assert str(down.value).startswith(f"PostgreSQL at {dsns['conveyance']} (the conveyance ")
+    assert "is not reachable (" in str(down.value) and "\n" not in str(down.value)
