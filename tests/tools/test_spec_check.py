@@ -65,7 +65,7 @@ def test_numbers_keep_the_type_they_were_written_in():
         (_check({**ROWS, "per": "x"}), "measures.m: unknown field 'per'"),
         (_check({**SERIES, "reduce": "median"}),
          "measures.m.reduce: 'median' is not one of mean, sum, min, max, count, last"),
-        (_check({**SERIES, "reduce": "increase"}), "measures.m.reduce: 'increase' is not one of"),
+        (_check({**SERIES, "reduce": "rises"}), "measures.m.reduce: 'rises' is not one of"),
         (_check({**SERIES, "minutes": True}), "measures.m.minutes: expected a number or "),
         (_check({**SERIES, "keep": {"op": ">", "threshold": 3, "limit": 3}}),
          "measures.m.keep: unknown field 'limit'; the fields are op, threshold"),

@@ -30,7 +30,8 @@ from pydantic import (
 )
 
 Reduce = Literal["mean", "sum", "min", "max", "count", "last", "first", "increase", "rises", "age"]
-SeriesReduce = Literal["mean", "sum", "min", "max", "count", "last"]  # PromQL's *_over_time
+# PromQL's <reduce>_over_time, and its counter functions rate() and increase()
+SeriesReduce = Literal["mean", "sum", "min", "max", "count", "last", "rate", "increase"]
 Across = Literal["sum", "mean", "min", "max", "count"]
 Operator = Literal[">", ">=", "<", "<=", "==", "!="]
 Outcome = Literal["no_data", "true", "false"]
@@ -39,6 +40,7 @@ AgeUnit = Literal["minutes", "hours", "days"]
 
 REDUCES: tuple[str, ...] = get_args(Reduce)
 SERIES_REDUCES: tuple[str, ...] = get_args(SeriesReduce)
+COUNTER_REDUCES = ("rate", "increase")  # PromQL's own functions, with its extrapolation
 AGGREGATES = ("mean", "sum", "min", "max")  # what a rows measurement with columns reduces by
 ACROSS: tuple[str, ...] = get_args(Across)
 OPERATORS: tuple[str, ...] = get_args(Operator)
@@ -92,7 +94,11 @@ class Measure(BaseModel):
 
 class SeriesMeasure(Measure):
     """``<reduce>_over_time`` of the series matching ``match`` over the ``minutes`` before the
-    input's time, then ``across`` the matching series (after ``keep``). With ``per``, each
+    input's time (``rate`` and ``increase``: PromQL's counter functions of those names, resets
+    and extrapolation as Prometheus has them), then ``across`` the matching series (after
+    ``keep``). ``sum_by`` sums the series per those labels in the query (``sum by (site)
+    (...)``) before ``across``; ``quantile`` q reads a histogram: ``histogram_quantile(q, sum
+    by (le, ...) (rate(<metric>_bucket[...])))``. With ``per``, each
     series is first divided by the same-labelled series of the metric ``per`` read the same way
     (a per-station rate; a ``per`` series with no value or 0 is dropped, a missing numerator
     series counts 0), and ``scale`` multiplies each (a ratio compared in percent: 100)."""
@@ -110,6 +116,24 @@ class SeriesMeasure(Measure):
     reduce: SeriesReduce = "mean"
     default: Number | None = None  # the value when there is none (else the check's `missing`)
     missing: Outcome | None = None  # the verdict when this one has no value and no default
+    sum_by: tuple[str, ...] = ()  # PromQL's `sum by (...)` of the series before `across`
+    quantile: Number | None = None  # histogram_quantile of the metric's `_bucket` rates
+
+    @model_validator(mode="after")
+    def _promql(self) -> SeriesMeasure:
+        bad = [x for x in self.sum_by if not LABEL_NAME.fullmatch(x) or x == "le"]
+        if bad:
+            raise ValueError(f"sum_by: {', '.join(map(repr, bad))} is not a label to sum by")
+        if self.quantile is not None:
+            if not 0 <= self.quantile <= 1:
+                raise ValueError(f"quantile {self.quantile}: give a number from 0 to 1")
+            if self.reduce != "rate":
+                raise ValueError(
+                    "quantile reads the rate of a histogram's buckets: give reduce rate"
+                )
+            if self.per:
+                raise ValueError("quantile with per: give one of them")
+        return self
 
 
 class RowsMeasure(Measure):

@@ -21,6 +21,7 @@ from typing import Any
 
 from sopgraph.tools.kit import Window, promql_series, promql_time, selector
 from sopgraph.tools.spec.bind import OPS, Bound
+from sopgraph.tools.spec.measures import COUNTER_REDUCES
 from sopgraph.tools.spec.model import SeriesMeasure
 
 FUNC = {"mean": "avg"}  # the spec's reduce -> PromQL's function prefix
@@ -28,10 +29,23 @@ ACROSS = {"sum": sum, "mean": statistics.fmean, "min": min, "max": max}
 
 
 def query_text(m: SeriesMeasure, bound: dict[str, Any]) -> str:
+    """The PromQL of one measurement (the doctest above; the counter and histogram forms:
+    ``rate(x_total{...}[5m])``, ``sum by (site) (increase(...))``, ``histogram_quantile(0.99,
+    sum by (le) (rate(x_bucket{...}[5m])))``)."""
     labels = {k: str(Bound(bound).value(v, f"match.{k}")) for k, v in m.match.items()}
     window = Window(dt.datetime(2000, 1, 1, tzinfo=dt.UTC), float(m.minutes or 0))
-    func = FUNC.get(m.reduce, m.reduce)
-    return f"{func}_over_time({selector(str(m.metric), **labels)}[{window.promql}])"
+    metric = f"{m.metric}_bucket" if m.quantile is not None else str(m.metric)
+    ranged = f"{selector(metric, **labels)}[{window.promql}]"
+    if m.reduce in COUNTER_REDUCES:
+        inner = f"{m.reduce}({ranged})"
+    else:
+        inner = f"{FUNC.get(m.reduce, m.reduce)}_over_time({ranged})"
+    if m.quantile is not None:
+        by = ", ".join(("le", *m.sum_by))
+        return f"histogram_quantile({m.quantile}, sum by ({by}) ({inner}))"
+    if m.sum_by:
+        return f"sum by ({', '.join(m.sum_by)}) ({inner})"
+    return inner
 
 
 async def read(

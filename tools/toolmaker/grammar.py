@@ -36,7 +36,9 @@ def choices(model: type[BaseModel], name: str) -> tuple[Any, ...]:
     return get_args(model.model_fields[name].annotation)
 
 
-SERIES_REDUCES = choices(SeriesMeasure, "reduce")
+# PromQL's counter functions: no demonstration of the library shows them (all its metrics are
+# gauges), as for the rows reductions below
+SERIES_REDUCES = tuple(r for r in choices(SeriesMeasure, "reduce") if r not in ("rate", "increase"))
 # the grammar leaves out the reductions no demonstration of the library shows
 ROW_REDUCES = tuple(r for r in choices(RowsMeasure, "reduce") if r not in ("first", "rises"))
 OPERATORS = choices(Check, "op")
