@@ -52,6 +52,15 @@ def checkpoint_id(snapshot: Any) -> str:
     return str((snapshot.config or {}).get("configurable", {}).get("checkpoint_id") or "")
 
 
+def durability_mode(mode: str | None) -> str | None:
+    """LangGraph's durability mode as given (None: the store's default), or one clear error."""
+    if mode not in (None, "sync", "async", "exit"):
+        from sopgraph.graphs.input_schema import InputError
+
+        raise InputError(f"durability {mode!r}: give sync, async or exit")
+    return mode
+
+
 def track_nodes(saver: Any, journal: bool) -> Any:
     """Let a SQLite ``saver`` count its threads' running nodes and, with ``journal``, journal
     their results (``runtime/journal.py``); the saver when it journals, else None.

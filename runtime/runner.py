@@ -29,6 +29,7 @@ from sopgraph.nodes.tool_node import ToolExecutor
 from sopgraph.runtime.answers import open_answer_book
 from sopgraph.runtime.checkpointers import (
     checkpoint_id,
+    durability_mode,
     hold_log_rows,
     open_checkpointer,
     track_nodes,
@@ -112,9 +113,7 @@ class Session:
         self.checkpoint = checkpoint
         self.in_memory = str(checkpoint) == "memory"  # checkpoints die with the process
         self.use_journal = journal  # SQLite: journal nodes, checkpoint per invocation (above)
-        if durability not in (None, "sync", "async", "exit"):
-            raise InputError(f"durability {durability!r}: give sync, async or exit")
-        self.durability = durability  # LangGraph's mode, instead of the store's default below
+        self.durability = durability_mode(durability)  # instead of the store's default (_drive)
         self.journal: Any = None  # the SQLite saver, when it journals this session's runs
         self.log = InvocationLog(log_path or home_dir() / "invocations.sqlite")
         if mcp_pool is not None:  # e.g. evals.in_process_mcp for a lower-bound benchmark
@@ -189,9 +188,7 @@ class Session:
         """Run the supersteps; the final state (with ``__interrupt__``) when ainvoke gave it."""
         # Checkpoints in memory die with the process: writing one per superstep buys nothing;
         # a journaled run's nodes are on file as they finish.
-        durability = self.durability or (
-            "exit" if self.in_memory or self.journal is not None else "sync"
-        )
+        durability = self.durability or ("exit" if self.in_memory or self.journal else "sync")
         graph = self.graph
         if isinstance(payload, dict):  # a new run: on the graph of the nodes its entry reaches
             graph = self._entry_graph(entry_nodes(self.sop, payload["input"]))

@@ -96,7 +96,7 @@ class SeriesMeasure(Measure):
     """``<reduce>_over_time`` of the series matching ``match`` over the ``minutes`` before the
     input's time (``rate`` and ``increase``: PromQL's counter functions of those names, resets
     and extrapolation as Prometheus has them), then ``across`` the matching series (after
-    ``keep``). ``sum_by`` sums the series per those labels in the query (``sum by (site)
+    ``keep``). ``sum_by`` sums the series per those labels in the query (``sum by (job)
     (...)``) before ``across``; ``quantile`` q reads a histogram: ``histogram_quantile(q, sum
     by (le, ...) (rate(<metric>_bucket[...])))``. With ``per``, each
     series is first divided by the same-labelled series of the metric ``per`` read the same way

@@ -30,7 +30,7 @@ ACROSS = {"sum": sum, "mean": statistics.fmean, "min": min, "max": max}
 
 def query_text(m: SeriesMeasure, bound: dict[str, Any]) -> str:
     """The PromQL of one measurement (the doctest above; the counter and histogram forms:
-    ``rate(x_total{...}[5m])``, ``sum by (site) (increase(...))``, ``histogram_quantile(0.99,
+    ``rate(x_total{...}[5m])``, ``sum by (job) (increase(...))``, ``histogram_quantile(0.99,
     sum by (le) (rate(x_bucket{...}[5m])))``)."""
     labels = {k: str(Bound(bound).value(v, f"match.{k}")) for k, v in m.match.items()}
     window = Window(dt.datetime(2000, 1, 1, tzinfo=dt.UTC), float(m.minutes or 0))
