@@ -2,9 +2,10 @@
 
 The same nodes, training and held-out cases, demonstrations and settings, made twice: once
 over the SOP's own servers, once over the copy whose ``robotics`` server is
-``prometheus-mcp-server`` in front of a stock Prometheus (``world_real_stack``). The catalog
+``prometheus-mcp-server`` in front of a stock Prometheus and whose ``conveyance`` and ``ops``
+servers are ``database-mcp-postgres`` on PostgreSQL (``world_real.real_stack``). The catalog
 each maker sees is read from that stack's own listing tools (``list_metrics``,
-``get_metric_metadata``), so the grammar, the search's enumeration and every candidate's
+``get_metric_metadata``, ``search_objects``), so the grammar, the search's enumeration and every candidate's
 execution are the real server's. Prints held-out pass@1 per stack: the LLM-free search always,
 and the model's pipelines (``--configs``) when ``SOPGRAPH_MODEL`` is set.
 
@@ -71,7 +72,7 @@ def render(summary: dict[str, Any]) -> str:
     lines = [
         f"tool-maker node set ({len(summary['nodes'])} nodes), model {summary['model']}"
         f" ({'live' if summary['live'] else 'no model or replayed'}); simulated vs real "
-        "Prometheus (prometheus-mcp-server)",
+        "Prometheus and PostgreSQL (prometheus-mcp-server, database-mcp-postgres)",
         f"{'config':<22} {'simulated':>14} {'real':>14}",
     ]
     sim, real = summary["stacks"]["simulated"], summary["stacks"]["real"]
