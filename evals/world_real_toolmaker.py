@@ -122,9 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     configs = [] if wanted == "none" else [c for c in wanted.split(",") if c]
     models = None
     if configs:
-        from sopgraph.commands.toolmaker_common import maker_models
+        from sopgraph.nodes.models import Settings
+        from sopgraph.tools.toolmaker.session import NO_MODEL, models_for
 
-        models = maker_models()
+        settings = Settings()
+        if not settings.model.strip():
+            print(f"error: {NO_MODEL}; or --configs none for the search alone", file=sys.stderr)
+            return 2
+        models = models_for(settings)
     live = bool(models) and not (
         os.environ.get("SOPGRAPH_CASSETTE")
         and os.environ.get("SOPGRAPH_CASSETTE_MODE", "replay") not in ("record", "fill")

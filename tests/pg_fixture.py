@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from sopgraph.evals.pg_cluster import PgCluster, PostgresMissing
 
 

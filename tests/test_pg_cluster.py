@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import socket
 
-import sopgraph.evals.pg_cluster as pg
 import psycopg
 import pytest
+
+import sopgraph.evals.pg_cluster as pg
 from sopgraph.evals.pg_cluster import PgCluster, PostgresMissing
 
 

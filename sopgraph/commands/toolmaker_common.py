@@ -6,17 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sopgraph.arguments import positive_int
 from sopgraph.errors import UserError
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.untrusted_text import printable
+from sopgraph.tools.toolmaker.session import NO_MODEL, MakerModels, models_for
 
-SPEC_TOKENS = 400  # a filled spec is ~150 tokens; room for a model that explains first
-JUDGE_TOKENS = 200  # a diagnosis of two or three sentences
 CONFIG_HELP = "sop | sop+d (data description) | sop+r (repair) | sop+d+r (both, default)"
 CONFIGS = ("sop", "sop+d", "sop+r", "sop+d+r")
 LABEL_FREE_HELP = (
@@ -53,33 +50,14 @@ def cases_dir_of(spec: str | None, sop_dir: Path) -> Path:
     return build_world(home_dir(), progress=sys.stderr.isatty()).cases
 
 
-@dataclass
-class MakerModels:
-    """The models of a make: the tool-maker's LM and the reflector's (short answers)."""
-
-    name: str
-    lm: Any  # tool-maker
-    judge_lm: Any  # reflector
-
-
 def maker_models() -> MakerModels:
+    """The tool-maker's models from the settings, or one error line when no model is set."""
     from sopgraph.nodes.models import Settings
 
     settings = Settings()
-    name = settings.model.strip()
-    if not name:
-        raise UserError(
-            "the tool-maker needs a model: set SOPGRAPH_MODEL (`local` for the local model; "
-            "SOPGRAPH_CASSETTE=<file> replays a recorded run)"
-        )
-    from sopgraph.nodes.models import dspy_lm
-
-    # No DSPy cache: every figure is a real call (a cassette replays at the HTTP layer).
-    return MakerModels(
-        name=name,
-        lm=dspy_lm(settings, role="toolmaker", cache=False, max_tokens=SPEC_TOKENS),
-        judge_lm=dspy_lm(settings, role="toolmaker", cache=False, max_tokens=JUDGE_TOKENS),
-    )
+    if not settings.model.strip():
+        raise UserError(NO_MODEL)
+    return models_for(settings)
 
 
 def decision_nodes(sop_dir: Path, nodes: list[str], cases_dir: Path) -> list[str]:

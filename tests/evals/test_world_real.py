@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from sopgraph.evals.fc_triage.build import build_world
+from sopgraph.evals.pg_cluster import PgCluster
 from sopgraph.evals.tool_eval import eval_tools
 from sopgraph.evals.world_real import TRIAGE_SOP, blocks_for, node_agreement, preflight
 from sopgraph.evals.world_real_checks import explain, missing_metrics
-from sopgraph.evals.pg_cluster import PgCluster
 from sopgraph.evals.world_real_pg import load_world_tables
 from sopgraph.evals.world_real_stack import PrometheusProcess, StackError, real_sop
 from sopgraph.nodes.mcp import McpError, McpPool, load_server_configs
@@ -64,7 +64,9 @@ async def test_labeled_cases_are_verdict_identical_on_real_prometheus(world, sta
     real_dir, prom = stack
     servers = json.loads((real_dir / "mcp.json").read_text())["mcpServers"]
     assert servers["robotics"]["command"].endswith("prometheus-mcp-server")
-    assert all(servers[s]["command"].endswith("database-mcp-postgres") for s in ("conveyance", "ops"))
+    assert all(
+        servers[s]["command"].endswith("database-mcp-postgres") for s in ("conveyance", "ops")
+    )
     await preflight(real_dir, prom.url)
     sim = await eval_tools(TRIAGE_SOP, world.cases, "eval", NODES)
     real = await eval_tools(real_dir, world.cases, "eval", NODES)
