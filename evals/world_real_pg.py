@@ -4,7 +4,8 @@ The conveyance warehouse (DuckDB) and the ops store (SQLite) are copied into two
 one throwaway cluster (``pg_cluster.PgCluster``), with the types an operations team's Postgres
 would give them: times as ``timestamp`` (UTC, no zone), counts as ``bigint``, measures as
 ``double precision``. The SOP copy's ``conveyance`` and ``ops`` servers become
-``database-mcp-postgres`` (read-only, ``execute_sql``), from the real stack's own venv.
+``database-mcp-postgres`` (read-only, ``execute_sql``), from the real stack's own venv
+(``world_real_stack.postgres_server``).
 ``tools.kit.sql`` sends such a server each statement with its parameters as literals.
 
 Example:
@@ -19,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 SERVERS = ("conveyance", "ops")
-MCP_SERVER = "database-mcp-postgres"
-MAX_ROWS = 100_000  # the server's cap on a statement's rows (default 1,000)
 # SQLite's declared TEXT holds times: the ops store's *_at and *_start columns
 TIME_SUFFIXES = ("_at", "_start", "_interval")
 PG_TYPES = {
@@ -99,15 +98,3 @@ def load_world_tables(paths: Any, cluster: Any) -> dict[str, str]:
     _copy(dsns["conveyance"], _duckdb_tables(Path(paths.conveyance)))
     _copy(dsns["ops"], _sqlite_tables(Path(paths.ops)))
     return dsns
-
-
-def server_config(dsn: str, venv: Path) -> dict[str, Any]:
-    """The mcp.json entry of database-mcp-postgres on ``dsn``: read-only, its two tools named
-    as the decisions' read-only tools (the server marks no readOnlyHint)."""
-    from sopgraph.evals.world_real_stack import venv_script
-
-    return {
-        "command": str(venv_script(MCP_SERVER, venv)),
-        "args": ["--dsn", dsn, "--max-rows", str(MAX_ROWS)],
-        "readOnlyTools": ["execute_sql", "search_objects"],
-    }

@@ -22,6 +22,8 @@ from sopgraph.nodes.ports import free_port
 
 REAL_VENV = Path(".venv-world-real")
 MCP_SERVER = "prometheus-mcp-server"
+PG_MCP_SERVER = "database-mcp-postgres"
+PG_MAX_ROWS = 100_000  # that server's cap on a statement's rows (default 1,000)
 READY_S = 60.0
 
 
@@ -125,6 +127,16 @@ def mcp_server_command(venv: Path = REAL_VENV) -> Path:
     return venv_script(MCP_SERVER, venv)
 
 
+def postgres_server(dsn: str, venv: Path = REAL_VENV) -> dict[str, Any]:
+    """The mcp.json entry of database-mcp-postgres on ``dsn``: read-only, its two tools named
+    as the decisions' read-only tools (the server marks no readOnlyHint)."""
+    return {
+        "command": str(venv_script(PG_MCP_SERVER, venv)),
+        "args": ["--dsn", dsn, "--max-rows", str(PG_MAX_ROWS)],
+        "readOnlyTools": ["execute_sql", "search_objects"],
+    }
+
+
 def real_sop(
     sop_dir: Path,
     out: Path,
@@ -135,8 +147,6 @@ def real_sop(
     """A copy of the SOP at ``out`` whose ``robotics`` server is prometheus-mcp-server on
     ``prometheus_url``, and each server of ``postgres`` (server -> DSN) database-mcp-postgres
     on its database (the other servers as they were)."""
-    from sopgraph.evals.world_real_pg import server_config
-
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(sop_dir, out, ignore=shutil.ignore_patterns("__pycache__"))
     config = json.loads((sop_dir / "mcp.json").read_text())
@@ -152,7 +162,7 @@ def real_sop(
         },
     }
     for server, dsn in (postgres or {}).items():
-        config["mcpServers"][server] = server_config(dsn, venv)
+        config["mcpServers"][server] = postgres_server(dsn, venv)
     if postgres:
         config["$comment"] += f"; {', '.join(postgres)} are PostgreSQL (database-mcp-postgres)"
     (out / "mcp.json").write_text(json.dumps(config, indent=2) + "\n")

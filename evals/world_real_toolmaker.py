@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     models = None
     if configs:
         from sopgraph.nodes.models import Settings
-        from sopgraph.tools.toolmaker.session import NO_MODEL, models_for
+        from sopgraph.tools.toolmaker.models import NO_MODEL, models_for
 
         settings = Settings()
         if not settings.model.strip():

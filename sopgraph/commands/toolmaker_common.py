@@ -12,7 +12,7 @@ from sopgraph.arguments import positive_int
 from sopgraph.errors import UserError
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.untrusted_text import printable
-from sopgraph.tools.toolmaker.session import NO_MODEL, MakerModels, models_for
+from sopgraph.tools.toolmaker.models import NO_MODEL, MakerModels, models_for
 
 CONFIG_HELP = "sop | sop+d (data description) | sop+r (repair) | sop+d+r (both, default)"
 CONFIGS = ("sop", "sop+d", "sop+r", "sop+d+r")
