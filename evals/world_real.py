@@ -18,11 +18,11 @@ import statistics
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from sopgraph.evals.fc_triage.build import build_world
+from sopgraph.evals.fc_triage.build import WorldPaths, build_world
 from sopgraph.evals.fc_triage.dataset import load_scenarios
 from sopgraph.evals.pg_cluster import PostgresMissing
 from sopgraph.evals.tool_eval import NodeResult, eval_tools
@@ -55,20 +55,17 @@ def blocks_for(robotics_db: Path) -> Path:
 
 
 @contextmanager
-def real_stack(sop_dir: Path, paths: Any, workdir: Path, postgres: bool = True):
+def real_stack(sop_dir: Path, paths: WorldPaths, workdir: Path, postgres: bool = True):
     """Prometheus over the backfilled world and, with ``postgres``, the conveyance and ops
     tables in a throwaway PostgreSQL cluster; yields the SOP copy that reads them, and
-    Prometheus. ``paths``: the world's ``WorldPaths``."""
+    Prometheus."""
     from sopgraph.evals.pg_cluster import PgCluster
     from sopgraph.evals.world_real_pg import load_world_tables
 
-    with PrometheusProcess(blocks_for(paths.robotics), workdir) as prom:
-        if not postgres:
-            yield real_sop(sop_dir, workdir / "sop", prom.url), prom
-            return
-        with PgCluster(database="conveyance") as pg:
-            dsns = load_world_tables(paths, pg)
-            yield real_sop(sop_dir, workdir / "sop", prom.url, postgres=dsns), prom
+    cluster = PgCluster(database="conveyance") if postgres else nullcontext()
+    with PrometheusProcess(blocks_for(paths.robotics), workdir) as prom, cluster as pg:
+        dsns = load_world_tables(paths, pg) if pg is not None else None
+        yield real_sop(sop_dir, workdir / "sop", prom.url, postgres=dsns), prom
 
 
 async def preflight(real_dir: Path, url: str) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -115,8 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="records (default: a temp folder)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    import os
-
     nodes = [n for n in args.nodes.split(",") if n] if args.nodes else list(NODE_SET)
     wanted = args.configs or ("sop+d+r" if os.environ.get("SOPGRAPH_MODEL") else "none")
     configs = [] if wanted == "none" else [c for c in wanted.split(",") if c]

@@ -58,34 +58,38 @@ class DataCatalog:
                                 f"{k}={v}" for k, v in meta.items()
                                 if k in ("type", "unit", "help") and v
                             )  # fmt: skip
-            if "list_tables" in names and "list_columns" in names:
-                listed = await call(server, "list_tables", {})
-                tables = {}
-                for item in listed if isinstance(listed, list) else listed.get("tables", []):
-                    table = item["table"] if isinstance(item, dict) else str(item)
-                    cols = await call(server, "list_columns", {"table": table})
-                    tables[table] = [c["name"] for c in cols]
+            listed_tables = await cls._listed_tables(call, server, names)
+            if listed_tables is not None:
+                out.tables[server] = {}
+                for table, cols in listed_tables:
+                    out.tables[server][table] = [c["name"] for c in cols]
                     for c in cols:
                         out.types[f"{table}.{c['name']}"] = str(c.get("type", ""))
-                out.tables[server] = tables
-            elif "search_objects" in names:  # database-mcp-postgres and its kin
-                out.tables[server] = await cls._searched(call, server, out.types)
         return out
 
     @staticmethod
-    async def _searched(call: Any, server: str, types: dict[str, str]) -> dict[str, list[str]]:
-        """Tables and columns from ``search_objects``: ``{}`` lists the tables, ``{"table"}``
-        one table's columns with their types."""
-        listed = await call(server, "search_objects", {})
-        tables = {}
-        for item in listed.get("tables", []) if isinstance(listed, dict) else []:
-            table = item["name"] if isinstance(item, dict) else str(item)
-            detail = await call(server, "search_objects", {"table": table})
-            cols = detail.get("columns", []) if isinstance(detail, dict) else []
-            tables[table] = [c["name"] for c in cols]
-            for c in cols:
-                types[f"{table}.{c['name']}"] = str(c.get("type", ""))
-        return tables
+    async def _listed_tables(
+        call: Any, server: str, names: set[str]
+    ) -> list[tuple[str, list[dict[str, Any]]]] | None:
+        """Each table with its columns (``name``, ``type``), from ``list_tables`` and
+        ``list_columns`` (sopgraph's servers) or from ``search_objects`` (database-mcp-postgres
+        and its kin: ``{}`` lists the tables, ``{"table"}`` one table's columns); None for a
+        server with neither."""
+        out = []
+        if "list_tables" in names and "list_columns" in names:
+            listed = await call(server, "list_tables", {})
+            for item in listed if isinstance(listed, list) else listed.get("tables", []):
+                table = item["table"] if isinstance(item, dict) else str(item)
+                out.append((table, await call(server, "list_columns", {"table": table})))
+            return out
+        if "search_objects" in names:
+            listed = await call(server, "search_objects", {})
+            for item in listed.get("tables", []) if isinstance(listed, dict) else []:
+                table = item["name"] if isinstance(item, dict) else str(item)
+                detail = await call(server, "search_objects", {"table": table})
+                out.append((table, detail.get("columns", []) if isinstance(detail, dict) else []))
+            return out
+        return None
 
     def keyed_labels(self, server: str, input_fields: list[str]) -> list[str]:
         """The labels a series measurement of ``server`` may match on: its metrics' labels (as
