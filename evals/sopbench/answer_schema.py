@@ -23,20 +23,37 @@ def allowed_values(sop_text: str, column: str) -> list[str]:
     """The values the SOP text itself lists for ``column``, or [] when it lists none.
 
     Read from the sentences that name the column (its name, or its last word: "the decision
-    is \"Approved\"" for ``refund_decision``): the quoted values there, when there are at least
-    two. Never from the data: a value the SOP does not spell out leaves the field free text.
+    is \"Approved\"" for ``refund_decision``) and from the list a line naming it leads in
+    (a line ending in ``:`` and the list items after it: "Apply the enforcement action:" then
+    ``- ... → "No Action"``): the quoted values there, when there are at least two. Never from
+    the data: a value the SOP does not spell out leaves the field free text.
     """
     words = [w for w in re.split(r"[\s_-]+", column.lower()) if w]
     if not words:
         return []
     keys = {" ".join(words), words[-1]}
+
+    def names(text: str) -> bool:
+        low = text.lower().replace("_", " ")
+        return any(re.search(rf"\b{re.escape(k)}\b", low) for k in keys)
+
     values: list[str] = []
-    for sentence in re.split(r"(?<=[.;:!?])\s+|\n", sop_text):
-        low = sentence.lower().replace("_", " ")
-        if any(re.search(rf"\b{re.escape(k)}\b", low) for k in keys):
-            values += [v.strip() for v in _QUOTED.findall(sentence) if v.strip()]
+    leading = False  # inside the list a line naming the column leads in
+    for line in sop_text.splitlines():
+        item = _ITEM.match(line)
+        if leading and item and line.strip():
+            values += [v.strip() for v in _QUOTED.findall(line) if v.strip()]
+            continue
+        leading = names(line) and line.rstrip().endswith(":")
+        for sentence in re.split(r"(?<=[.;:!?])\s+", line):
+            if names(sentence):
+                values += [v.strip() for v in _QUOTED.findall(sentence) if v.strip()]
     unique = list(dict.fromkeys(values))
     return unique if len(unique) >= 2 else []
+
+
+# a list item or an indented line: what a lead-in line ending in ":" introduces
+_ITEM = re.compile(r"^(\s+\S|\s*([-*•]|\d+[.)])\s)")
 
 
 REASONING = "reasoning"

@@ -41,7 +41,8 @@ from pydantic import BaseModel, Field
 
 from sopgraph.evals.sopbench.agent_result import token_usage
 from sopgraph.evals.sopbench.gathered import gathered
-from sopgraph.evals.sopbench.rule_code import (
+from sopgraph.nodes.agent_middleware import content_text
+from sopgraph.tools.toolmaker.rule_code import (
     MARK,
     as_function,
     catches,
@@ -49,7 +50,6 @@ from sopgraph.evals.sopbench.rule_code import (
     program,
     reads,
 )
-from sopgraph.nodes.agent_middleware import content_text
 
 ATTEMPTS = 2  # the first reply, then once more with its error
 MAX_TOKENS = 1024  # a reply: the rule as code (the local model's default budget is 512)

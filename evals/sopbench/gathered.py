@@ -3,36 +3,12 @@ a number written as a string given as the number."""
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from sopgraph.nodes.agent_middleware import ANSWER_TOOL, content_text
-
-
-def leading_json(text: str) -> Any:
-    """JSON that ``text`` opens with (a note after it, such as the loop guard's, is dropped),
-    else the text itself."""
-    try:
-        return json.JSONDecoder().raw_decode(text.strip())[0]
-    except (json.JSONDecodeError, TypeError, AttributeError):
-        return text
-
-
-# A string that is a number written plainly: no sign but minus, no leading zero, no exponent
-# (so "0100" and "1e5" stay text: an identifier or code, not a quantity).
-_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
-
-
-def typed(value: Any) -> Any:
-    """A number written as a string (tools over CSV files return every value so) as the
-    number; anything else as it is."""
-    text = value.strip() if isinstance(value, str) else ""
-    if not _NUMBER.fullmatch(text):
-        return value
-    return float(text) if "." in text else int(text)
+from sopgraph.tools.toolmaker.rule_code import leading_json, typed
 
 
 def gathered(inputs: dict[str, Any], messages: list[BaseMessage]) -> dict[str, Any]:

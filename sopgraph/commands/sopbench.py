@@ -82,6 +82,27 @@ def register(sub: Any) -> None:
         help="folder of compiled graphs, one per domain (default: evals/sopbench/graphs)",
     )
     p.add_argument(
+        "--make",
+        action="store_true",
+        help="sopgraph: make the graph from the domain folder, label-free, even where a "
+        "hand-written one exists (a domain without one is always made; docs/sopbench-made.md)",
+    )
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=4,
+        metavar="N",
+        help="making: rule replies sampled on SOPGRAPH_MODEL (default: %(default)s)",
+    )
+    p.add_argument(
+        "--make-inputs",
+        type=int,
+        default=20,
+        metavar="N",
+        help="making: task inputs (never labels) the samples are run and chosen on "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -107,16 +128,49 @@ def _out_root(args: argparse.Namespace) -> Path:
     return args.out or home_dir() / "sopbench"
 
 
-def _graph_for(domain: Domain, args: argparse.Namespace) -> Path:
+def _graph_for(domain: Domain, args: argparse.Namespace) -> Path | None:
+    """The hand-written graph, or None: the graph is made (``--make``, or none written)."""
     from sopgraph.evals.sopbench.compiled import graph_dir
 
-    graph = graph_dir(domain.name, args.graphs)
-    if graph is None:
+    return None if args.make else graph_dir(domain.name, args.graphs)
+
+
+async def _made_graph(domain: Domain, args: argparse.Namespace, root: Path) -> tuple[Path, str]:
+    """Make (or reuse) the domain's graph label-free; the graph folder and the run's model."""
+    from sopgraph.evals.sopbench.made import make_graph
+    from sopgraph.nodes.models import chat_model
+
+    name = _model_label()
+    out = root / domain.name / f"made-s{args.seed}"
+    info = await make_graph(
+        domain, out, chat_model(), name, args.samples, args.make_inputs, args.seed
+    )
+    tokens = info["tokens"]
+    print(
+        f"{domain.name}: graph made by {info['model']} in {info['seconds']:.0f} s, "
+        f"{info['calls']} calls, {tokens['prompt']} prompt + {tokens['completion']} completion "
+        f"tokens (once); rule sample {info['chosen']} kept, agreeing on {info['agreement']} "
+        f"of {len(info['make_inputs'])} make inputs -> {info['graph']}",
+        file=sys.stderr,
+    )
+    return Path(info["graph"]), f"none at run time (made by {info['model']})"
+
+
+def _check_making(domains: list[Domain], args: argparse.Namespace) -> None:
+    """Before any run: a domain whose graph is to be made needs a model and stated outcomes."""
+    from sopgraph.evals.sopbench.made import outcome_values
+    from sopgraph.nodes.models import Settings
+
+    made = [d for d in domains if _graph_for(d, args) is None]
+    if made and not Settings().model:
         raise DomainError(
-            f"{domain.path}: no compiled graph for {domain.name} "
-            f"in {args.graphs or 'evals/sopbench/graphs'}; use --agent fc or react"
+            f"{', '.join(d.name for d in made)}: no hand-written graph, so it is made by a model; "
+            "set SOPGRAPH_MODEL (local: the offline model, `make local-llm`)"
         )
-    return graph
+    if args.samples < 1 or args.make_inputs < 1:
+        raise DomainError("--samples and --make-inputs must be 1 or more")
+    for d in made:
+        outcome_values(d)
 
 
 def _decided(decide: str, votes: int) -> str:
@@ -124,11 +178,11 @@ def _decided(decide: str, votes: int) -> str:
     return f"decide-{decide}" + (f"-votes{votes}" if votes > 1 else "")
 
 
-def _run_dir(root: Path, domain: Domain, args: argparse.Namespace) -> Path:
+def _run_dir(root: Path, domain: Domain, args: argparse.Namespace, agent: str) -> Path:
     bloat = f"-bloat{args.bloat:g}" if args.bloat else ""
     decide = f"-{_decided(args.decide, args.votes)}" if args.decide != "none" else ""
     n = f"n{args.tasks}" if args.tasks else "all"
-    return root / domain.name / f"{args.agent}{decide}{bloat}-{n}-s{args.seed}"
+    return root / domain.name / f"{agent}{decide}{bloat}-{n}-s{args.seed}"
 
 
 def _model_label() -> str:
@@ -170,9 +224,14 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
 
     tasks = stratified_sample(domain, args.tasks, args.seed)
     extra = distractors(domain, args.bloat, args.seed) if args.bloat else []
+    agent_name = args.agent
     if args.agent == "sopgraph":
-        agent: Any = CompiledGraphAgent(domain, _graph_for(domain, args), extra)
+        graph = _graph_for(domain, args)
         model = "none (compiled graph)"
+        if graph is None:
+            graph, model = await _made_graph(domain, args, root)
+            agent_name = "sopgraph-made"
+        agent: Any = CompiledGraphAgent(domain, graph, extra)
     else:
         from sopgraph.evals.sopbench.agents import FunctionCallingAgent, ReActAgent
         from sopgraph.nodes.models import chat_model
@@ -192,7 +251,7 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         model = _model_label()
     spec = RunSpec(
         domain=domain.name,
-        agent=args.agent,
+        agent=agent_name,
         domain_tasks=len(domain.tasks),
         tasks=[t.task_id for t in tasks],
         seed=args.seed,
@@ -201,9 +260,9 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
         decide=args.decide,
         votes=args.votes,
     )
-    out = _run_dir(root, domain, args)
+    out = _run_dir(root, domain, args, agent_name)
     print(
-        f"{domain.name}: {args.agent} on {len(tasks)} tasks, {len(domain.tools)} tools"
+        f"{domain.name}: {agent_name} on {len(tasks)} tasks, {len(domain.tools)} tools"
         f"{f' + {len(extra)} distractors' if extra else ''} -> {out}",
         file=sys.stderr,
     )
@@ -291,8 +350,7 @@ def cmd_sopbench(args: argparse.Namespace) -> int:
             # every domain is checked before any runs, so a typo costs no run time
             domains = [load_domain(resolve_domain(d, args.data)) for d in args.domains]
             if args.agent == "sopgraph":
-                for domain in domains:
-                    _graph_for(domain, args)
+                _check_making(domains, args)
             rows = []
             for domain in domains:
                 rows.append(asyncio.run(_run_one(domain, args, root)))

@@ -21,7 +21,8 @@ from sopgraph.evals.sopbench.decide import (
     voted,
 )
 from sopgraph.evals.sopbench.gathered import gathered, typed
-from sopgraph.evals.sopbench.rule_code import (
+from sopgraph.nodes.sandbox import run_code
+from sopgraph.tools.toolmaker.rule_code import (
     MARK,
     as_function,
     catches,
@@ -30,7 +31,6 @@ from sopgraph.evals.sopbench.rule_code import (
     program,
     reads,
 )
-from sopgraph.nodes.sandbox import run_code
 
 ALLOWED = {"refund_decision": ["Approved", "Rejected"]}
 SOP = '2.3 If the days since delivery are at most 30, the decision is "Approved"; otherwise "Rejected".'

@@ -1,4 +1,5 @@
-"""The decide step's code as the sandbox runs it: the program around it (``data`` and its fields
+"""An SOP's decision rule as code, as the sandbox runs it (the tool-maker's rule tools and the
+SOP-Bench decide step): the program around it (``data`` and its fields
 defined first, the answer printed last), the checks made before it runs (it reads ``data``, it
 catches no error itself), the early exit run as a function, and the printed answer checked."""
 
@@ -11,7 +12,29 @@ import keyword
 import re
 from typing import Any
 
-from sopgraph.evals.sopbench.gathered import leading_json
+
+def leading_json(text: str) -> Any:
+    """JSON that ``text`` opens with (a note after it, such as the loop guard's, is dropped),
+    else the text itself."""
+    try:
+        return json.JSONDecoder().raw_decode(text.strip())[0]
+    except (json.JSONDecodeError, TypeError, AttributeError):
+        return text
+
+
+# A string that is a number written plainly: no sign but minus, no leading zero, no exponent
+# (so "0100" and "1e5" stay text: an identifier or code, not a quantity).
+_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
+
+
+def typed(value: Any) -> Any:
+    """A number written as a string (tools over CSV files return every value so) as the
+    number; anything else as it is."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not _NUMBER.fullmatch(text):
+        return value
+    return float(text) if "." in text else int(text)
+
 
 MARK = "__sopgraph_answer__"
 
