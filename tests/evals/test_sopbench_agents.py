@@ -243,12 +243,15 @@ def test_cli_runs_resumes_and_tables(tmp_path, capsys):
     assert "| 4 of 8, seed 3 | 100.0 |" in capsys.readouterr().out
 
 
-def test_cli_refuses_a_domain_without_a_graph(tmp_path, capsys):
+def test_cli_says_a_domain_without_a_graph_needs_a_model_to_make_one(tmp_path, capsys, monkeypatch):
     from sopgraph.cli import main
 
+    monkeypatch.delenv("SOPGRAPH_MODEL", raising=False)
     code = main(["bench", "sopbench", str(REFUND), "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "no compiled graph for refund_check" in err[0]
+    assert code == 2 and len(err) == 1
+    assert "refund_check: no hand-written graph, so it is made by a model" in err[0]
+    assert "set SOPGRAPH_MODEL" in err[0] and not any(tmp_path.iterdir())  # nothing written
 
 
 def test_system_prompt_names_the_output_tags():

@@ -7,8 +7,8 @@ action per stated value of each output field (titled ``field: value``), reached 
 ``next.when`` on the decision's observation. Every node's text says where it came from.
 
 Example:
-    >>> write_graph(out, "made_refunds", "Refunds", [Gather("shop", "get_order",
-    ...             ["order_id"], "Order lookup")], made, {"refund": ["yes", "no"]})  # doctest: +SKIP
+    >>> write_graph(out, "made_claims", "Claims", [Gather("desk", "get_claim",
+    ...             ["claim_id"], "Claim lookup")], made, {"payout": ["yes", "no"]})  # doctest: +SKIP
 """
 
 from __future__ import annotations
