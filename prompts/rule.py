@@ -34,6 +34,10 @@ thresholds, in its order), for any task, and returns
 Use only `data`: call no tool, import nothing but math, re or datetime, and catch no errors.
 Reply with one ```python block and nothing else."""
 
+REPAIR = """Your function has a problem: {problem}.
+Write the whole function `decide(data)` again, fixed, with only the conditions, values and
+thresholds the procedure states. Reply with one ```python block and nothing else."""
+
 VALUE_CHARS = 300  # a longer text value of an example is cut (its field still shows)
 
 

@@ -11,7 +11,7 @@ What the folder gives, with no label read:
   gathered through the domain's MCP server as the graph's nodes would;
 - the rule: ``rule_maker.make_rule`` on the local model, chosen by agreement on those inputs.
 
-The graph is written under the run root (``<root>/<domain>/made-s<seed>/graph``) with
+The graph is written under the run root (``<root>/<domain>/made-k<samples>-m<inputs>-r<repairs>-s<seed>/graph``) with
 ``made.json`` (the cost and the choice); a second run reuses it.
 """
 
@@ -100,7 +100,14 @@ async def gathered_cases(domain: Domain, plan: list[Gather], tasks: list[Task]) 
 
 
 async def make_graph(
-    domain: Domain, out: Path, model: Any, model_name: str, samples: int, make: int, seed: int
+    domain: Domain,
+    out: Path,
+    model: Any,
+    model_name: str,
+    samples: int,
+    make: int,
+    seed: int,
+    repairs: int = 1,
 ) -> dict[str, Any]:
     """Make the domain's graph into ``out`` (reused when ``out/made.json`` is there); returns
     what ``made.json`` holds."""
@@ -113,7 +120,8 @@ async def make_graph(
     print(
         f"{domain.name}: making a graph: {len(plan)} data tools"
         f"{f' ({len(skipped)} need more than the input: {skipped})' if skipped else ''}, "
-        f"outcomes {allowed}, {samples} samples on {len(tasks)} make inputs",
+        f"outcomes {allowed}, {samples} samples on {len(tasks)} make inputs"
+        f"{', each with a problem sent back once' if repairs else ''}",
         file=sys.stderr,
     )
     cases = await gathered_cases(domain, plan, tasks)
@@ -123,8 +131,9 @@ async def make_graph(
 
     try:
         made = await make_rule(
-            model, DECIDE, domain.sop_text, cases, allowed, samples, model_name, progress
-        )
+            model, DECIDE, domain.sop_text, cases, allowed, samples, model_name, progress,
+            repairs=repairs > 0,
+        )  # fmt: skip
     except RuleMakeError as exc:
         raise DomainError(f"{domain.path}: {exc}") from None
     graph = out / "graph"
@@ -137,15 +146,18 @@ async def make_graph(
         "graph": str(graph),
         "model": model_name,
         "samples": samples,
+        "repairs": repairs,
         "make_inputs": [t.task_id for t in tasks],
         "seed": seed,
         "data_tools": [g.tool for g in plan],
         "skipped_tools": skipped,
         "outcomes": allowed,
         "chosen": made.chosen.sample,
+        "reach": made.chosen.reach,
         "agreement": made.chosen.agreement,
         "usable": [c.usable for c in made.candidates],
         "refused": [c.refused for c in made.candidates],
+        "repaired": [c.repaired for c in made.candidates],
         "tokens": made.tokens,
         "calls": made.calls,
         "seconds": made.seconds,

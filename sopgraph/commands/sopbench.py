@@ -103,6 +103,15 @@ def register(sub: Any) -> None:
         "(default: %(default)s)",
     )
     p.add_argument(
+        "--repairs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="making: 1 sends a sampled rule with a problem (it does not parse, compares data "
+        "with a value the SOP never states, fails on every input) back to the model once; "
+        "0 keeps the samples as drawn (default: %(default)s)",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -141,16 +150,17 @@ async def _made_graph(domain: Domain, args: argparse.Namespace, root: Path) -> t
     from sopgraph.nodes.models import chat_model
 
     name = _model_label()
-    out = root / domain.name / f"made-s{args.seed}"
+    out = root / domain.name / f"made{_made(args)}-s{args.seed}"
     info = await make_graph(
-        domain, out, chat_model(), name, args.samples, args.make_inputs, args.seed
+        domain, out, chat_model(), name, args.samples, args.make_inputs, args.seed, args.repairs
     )
     tokens = info["tokens"]
     print(
         f"{domain.name}: graph made by {info['model']} in {info['seconds']:.0f} s, "
         f"{info['calls']} calls, {tokens['prompt']} prompt + {tokens['completion']} completion "
-        f"tokens (once); rule sample {info['chosen']} kept, agreeing on {info['agreement']} "
-        f"of {len(info['make_inputs'])} make inputs -> {info['graph']}",
+        f"tokens (once); rule sample {info['chosen']} kept, {info.get('reach', '?')} answers "
+        f"reached and agreeing on {info['agreement']} of {len(info['make_inputs'])} make "
+        f"inputs -> {info['graph']}",
         file=sys.stderr,
     )
     return Path(info["graph"]), f"none at run time (made by {info['model']})"
@@ -167,10 +177,15 @@ def _check_making(domains: list[Domain], args: argparse.Namespace) -> None:
             f"{', '.join(d.name for d in made)}: no hand-written graph, so it is made by a model; "
             "set SOPGRAPH_MODEL (local: the offline model, `make local-llm`)"
         )
-    if args.samples < 1 or args.make_inputs < 1:
-        raise DomainError("--samples and --make-inputs must be 1 or more")
+    if args.samples < 1 or args.make_inputs < 1 or args.repairs not in (0, 1):
+        raise DomainError("--samples and --make-inputs must be 1 or more, --repairs 0 or 1")
     for d in made:
         outcome_values(d)
+
+
+def _made(args: argparse.Namespace) -> str:
+    """What makes a graph, in its folder's name: ``-k4-m20-r1``."""
+    return f"-k{args.samples}-m{args.make_inputs}-r{args.repairs}"
 
 
 def _decided(decide: str, votes: int) -> str:
@@ -182,7 +197,9 @@ def _run_dir(root: Path, domain: Domain, args: argparse.Namespace, agent: str) -
     bloat = f"-bloat{args.bloat:g}" if args.bloat else ""
     decide = f"-{_decided(args.decide, args.votes)}" if args.decide != "none" else ""
     n = f"n{args.tasks}" if args.tasks else "all"
-    return root / domain.name / f"{agent}{decide}{bloat}-{n}-s{args.seed}"
+    # a made graph's runs are kept apart by what made it, as its graph folder is
+    made = _made(args) if agent == "sopgraph-made" else ""
+    return root / domain.name / f"{agent}{made}{decide}{bloat}-{n}-s{args.seed}"
 
 
 def _model_label() -> str:

@@ -199,3 +199,42 @@ def as_function(code: str) -> str:
     )
     module = ast.Module([rule, call], [])
     return ast.unparse(ast.fix_missing_locations(module))
+
+
+def _is_data(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "data"
+
+
+def _compared_strings(tree: ast.AST):
+    """The string constants a comparison tests values against (``x == "a"``, ``x in ("a",
+    "b")``), not a field name tested against ``data`` itself (``"a_error" in data``)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare) or any(_is_data(c) for c in node.comparators):
+            continue
+        for side in (node.left, *node.comparators):
+            items = side.elts if isinstance(side, ast.List | ast.Tuple | ast.Set) else [side]
+            for item in items:
+                if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    yield item.value
+
+
+def _words(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def unstated(code: str, sop: str, answers: list[str], shared: set[str]) -> list[str]:
+    """The values the code compares data with that the SOP never states: not in its text,
+    not one of its answers, and not a value every input has (``shared``, such as the run
+    input's type, which decides nothing). A condition on such a value is one the rule made
+    up, usually from an example's data."""
+    tree = parsed(code)
+    if tree is None:
+        return []
+    stated = _words(sop)
+    known = {_words(a) for a in answers} | {_words(s) for s in shared}
+    out: list[str] = []
+    for value in _compared_strings(tree):
+        norm = _words(value)
+        if norm and norm not in known and norm not in stated and value not in out:
+            out.append(value)
+    return out

@@ -7,10 +7,15 @@ the decision rule as a function ``decide(data)`` (``prompts/rule.py``) from the 
 few tasks' data.
 ``samples`` replies are drawn: the first greedy, the rest at a temperature, a seed each. Each
 becomes a tool file (``tool_file``), which the sandbox runs on every make input at once
-(generated code is untrusted; only the host reads the answers). No label is read: per input,
-the answer most candidates give is the consensus, and the candidate that agrees with it on the
-most inputs is kept (ties: fewer failures, then the earlier sample). That is the tool-maker's
-label-free choice by execution and agreement (``sampling.pseudo_labels``), for code.
+(generated code is untrusted; only the host reads the answers). No label is read. The kept
+candidate is the one that reaches the most of the answers the SOP states on the make inputs
+(its *reach*: a procedure that names four classes decides between them, so a rule that puts
+nearly every input in one class has lost a branch), then the one that agrees most with the
+per-input consensus (the answer most candidates give), then fewer failures, then the earlier
+sample. Agreement alone is the tool-maker's label-free choice by execution
+(``sampling.pseudo_labels``); reach comes first because samples of one small model share
+their mistakes: two of four that read a range's bands the same wrong way outvote the one
+that reads them right (docs/sopbench-made.md).
 
 The kept file is registered as a model-written version (author ``tool-maker:<model>``), so at
 run time it runs in the sandbox at each call and costs no model tokens.
@@ -30,9 +35,9 @@ from typing import Any
 
 from sopgraph.nodes.codeact_loop import extract_code
 from sopgraph.nodes.sandbox import SandboxLimits, run_code
-from sopgraph.prompts.rule import SYSTEM, rule_prompt
+from sopgraph.prompts.rule import REPAIR, SYSTEM, rule_prompt
 from sopgraph.tools.jail_harness import harness
-from sopgraph.tools.toolmaker.rule_code import as_function, catches, parsed, reads
+from sopgraph.tools.toolmaker.rule_code import as_function, catches, parsed, reads, unstated
 
 MAX_TOKENS = 1024  # one reply: the rule as code
 TEMPERATURE = 0.5  # the samples after the greedy one
@@ -122,6 +127,13 @@ class Candidate:
     answers: list[dict[str, str] | None] = field(default_factory=list)  # one per make input
     errors: list[str | None] = field(default_factory=list)
     agreement: int = 0
+    unstated: list[str] = field(default_factory=list)  # values it compares with, never stated
+    repaired: str | None = None  # the first reply's problem, sent back once; this is the fix
+
+    @property
+    def reach(self) -> int:
+        """How many different answers it gave over the make inputs (each a stated value)."""
+        return len({k for a in self.answers if (k := _key(a)) is not None})
 
     @property
     def usable(self) -> int:
@@ -150,7 +162,10 @@ class MadeRule:
                 {
                     "sample": c.sample,
                     "refused": c.refused,
+                    "repaired": c.repaired,
+                    "unstated": c.unstated,
                     "usable": c.usable,
+                    "reach": c.reach,
                     "agreement": c.agreement,
                     "errors": sorted({e for e in c.errors if e})[:5],
                     "code": c.code,
@@ -168,8 +183,9 @@ def _key(answer: dict[str, str] | None) -> str | None:
 
 
 def choose(candidates: list[Candidate]) -> Candidate | None:
-    """The candidate that agrees most with the per-input consensus of the usable answers
-    (ties: more usable answers, then the earlier sample); None when none gave one."""
+    """The candidate that reaches the most stated answers over the make inputs, then agrees
+    most with the per-input consensus of the usable answers (then: more usable answers, the
+    earlier sample); None when none gave one."""
     ran = [c for c in candidates if c.refused is None and c.usable]
     if not ran:
         return None
@@ -182,7 +198,7 @@ def choose(candidates: list[Candidate]) -> Candidate | None:
         c.agreement = sum(
             k is not None and k == consensus[i] for i, k in enumerate(map(_key, c.answers))
         )
-    return max(ran, key=lambda c: (c.agreement, c.usable, -c.sample))
+    return max(ran, key=lambda c: (not c.unstated, c.reach, c.agreement, c.usable, -c.sample))
 
 
 async def run_candidate(
@@ -233,41 +249,59 @@ async def make_rule(
     samples: int = 4,
     model_name: str = "",
     progress: Callable[[int, int, str], None] | None = None,
+    repairs: bool = True,
 ) -> MadeRule:
     """Make ``node``'s rule tool from ``sop`` and the make inputs ``cases`` (the sandbox
     harness's cases: ``input``, ``params``, ``node_id``, ``text``, ``parents``); no label is
-    read. ``model``: a LangChain chat model.
+    read. ``model``: a LangChain chat model. With ``repairs``, a sample with a problem
+    (``_problem``) goes back once with it, and the fix takes its place unless it is less sound.
 
     Raises:
         RuleMakeError: no candidate gave a usable answer on any make input.
     """
-    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
     from sopgraph.nodes.agent_middleware import content_text
 
     start = time.perf_counter()
     examples = [_data(c) for c in cases[:EXAMPLES]]
+    answers = [v for vals in allowed.values() for v in vals]
+    shared = _shared_values([_data(c) for c in cases])
     chat = [SystemMessage(SYSTEM), HumanMessage(rule_prompt(sop, examples, allowed))]
+
+    async def tried(sample: int, reply: Any, repaired: str | None = None) -> Candidate:
+        text = content_text(reply.content)
+        cand = Candidate(sample=sample, code=extract_code(text) or text.strip(), repaired=repaired)
+        cand.refused = _refusal(cand.code, examples[0])
+        if cand.refused is None:
+            cand.unstated = unstated(cand.code, sop, answers, shared)
+            source = tool_file(node, cand.code, allowed, model_name, "candidate")
+            cand.answers, cand.errors = await run_candidate(source, node, cases)
+        return cand
+
     replies, candidates = [], []
     for sample in range(samples):
         bound = model if sample == 0 else model.bind(temperature=TEMPERATURE, seed=sample)
         reply = await bound.ainvoke(chat, max_tokens=MAX_TOKENS)
         replies.append(reply)
-        text = content_text(reply.content)
-        code = extract_code(text) or text.strip()
-        cand = Candidate(sample=sample, code=code)
-        if parsed(code) is None:
-            cand.refused = "the code does not parse"
-        elif not reads(code, examples[0]):
-            cand.refused = "the code never reads `data` (a constant answer)"
-        elif catches(code):
-            cand.refused = "the code catches errors itself (try/except)"
-        else:
-            source = tool_file(node, code, allowed, model_name, "candidate")
-            cand.answers, cand.errors = await run_candidate(source, node, cases)
+        cand = await tried(sample, reply)
+        problem = _problem(cand, len(cases))
+        if problem is not None and repairs:
+            ask = [
+                *chat,
+                AIMessage(content_text(reply.content)),
+                HumanMessage(REPAIR.format(problem=problem)),
+            ]
+            fix = await bound.ainvoke(ask, max_tokens=MAX_TOKENS)
+            replies.append(fix)
+            fixed = await tried(sample, fix, repaired=problem)
+            if _soundness(fixed) >= _soundness(cand):
+                cand = fixed
         candidates.append(cand)
         if progress is not None:
             state = cand.refused or f"{cand.usable}/{len(cases)} answered"
+            if cand.repaired:
+                state += " (repaired)"
             progress(sample + 1, samples, state)
     chosen = choose(candidates)
     if chosen is None:
@@ -277,8 +311,9 @@ async def make_rule(
         )
         raise RuleMakeError(f"{node}: no sampled rule gave a usable answer ({why})")
     why = (
-        f"sample {chosen.sample} of {samples}, agreeing with the candidates' consensus on "
-        f"{chosen.agreement} of {len(cases)} make inputs, {chosen.usable} answered"
+        f"sample {chosen.sample} of {samples}, reaching {chosen.reach} of the stated answers "
+        f"and agreeing with the candidates' consensus on {chosen.agreement} of {len(cases)} "
+        f"make inputs, {chosen.usable} answered"
     )
     return MadeRule(
         node=node,
@@ -290,6 +325,48 @@ async def make_rule(
         seconds=round(time.perf_counter() - start, 2),
         calls=len(replies),
     )
+
+
+def _refusal(code: str, data: dict[str, Any]) -> str | None:
+    """Why ``code`` is not run at all, or None."""
+    if parsed(code) is None:
+        return "the code does not parse"
+    if not reads(code, data):
+        return "the code never reads `data` (a constant answer)"
+    if catches(code):
+        return "the code catches errors itself (try/except)"
+    return None
+
+
+def _problem(cand: Candidate, inputs: int) -> str | None:
+    """What goes back to the model: why the code was not run, the values it compares with
+    that the SOP never states, or the error it gave on every make input; None when sound."""
+    if cand.refused == "the code does not parse":
+        try:
+            compile(cand.code, "<rule>", "exec")
+        except SyntaxError as exc:
+            return f"it does not parse: {exc.msg} (line {exc.lineno})"
+    if cand.refused:
+        return cand.refused.replace("the code", "it", 1)
+    if cand.unstated:
+        values = ", ".join(repr(v) for v in cand.unstated)
+        return f"it compares data with {values}, which the procedure never states"
+    if not cand.usable:
+        error = next((e for e in cand.errors if e), "no answer")
+        return f"it answered none of the {inputs} tasks: {error}"
+    return None
+
+
+def _soundness(cand: Candidate) -> tuple[bool, bool, bool]:
+    return (cand.refused is None, cand.usable > 0, not cand.unstated)
+
+
+def _shared_values(data: list[dict[str, Any]]) -> set[str]:
+    """The text values every input has in the same field (the run input's type)."""
+    if not data:
+        return set()
+    first = data[0]
+    return {v for k, v in first.items() if isinstance(v, str) and all(d.get(k) == v for d in data)}
 
 
 def _data(case: dict[str, Any]) -> dict[str, Any]:
