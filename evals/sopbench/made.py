@@ -107,7 +107,7 @@ async def make_graph(
     samples: int,
     make: int,
     seed: int,
-    repairs: int = 1,
+    repairs: int = 0,
 ) -> dict[str, Any]:
     """Make the domain's graph into ``out`` (reused when ``out/made.json`` is there); returns
     what ``made.json`` holds."""
