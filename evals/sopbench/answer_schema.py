@@ -49,6 +49,27 @@ def allowed_values(sop_text: str, column: str) -> list[str]:
             if names(sentence):
                 values += [v.strip() for v in _QUOTED.findall(sentence) if v.strip()]
     unique = list(dict.fromkeys(values))
+    return unique if len(unique) >= 2 else stated_outcomes(sop_text, column)
+
+
+_GENERIC = {"outcome", "output", "result", "answer"}  # name no output in particular
+
+
+def stated_outcomes(sop_text: str, column: str) -> list[str]:
+    """The values the drafting reader finds for ``column`` (``graphs/drafting/outcomes.py``:
+    a definitions list or a bare list under a lead-in naming an outcome, a table column, "one
+    of A, B or C"), where no sentence quotes them: those of an output whose name shares a word
+    with the column's, or of one named only as "the outcome"."""
+    from sopgraph.graphs.drafting.document import DocumentError, read_text
+    from sopgraph.graphs.drafting.outcomes import find_outcomes
+
+    try:
+        outcomes = find_outcomes(read_text(sop_text, "sop.txt"))
+    except DocumentError:
+        return []
+    words = {w for w in re.split(r"[\s_-]+", column.lower()) if w}
+    values = [o.value for o in outcomes if (set(o.field.split("_")) & words) or o.field in _GENERIC]
+    unique = list(dict.fromkeys(values))
     return unique if len(unique) >= 2 else []
 
 

@@ -55,7 +55,8 @@ def _field(text: str) -> str:
     for m in _PHRASE.finditer(text):
         word = m[2].lower()
         word = re.sub(r"(ies)$", "y", word)
-        word = re.sub(r"(?<=[^s])s$|(?<=ss)es$|(?<=us)es$", "", word)
+        # plurals to the singular; a word in -us is singular already (status, bonus)
+        word = re.sub(r"(?<=[^su])s$|(?<=ss)es$|(?<=us)es$", "", word)
         before = (m[1] or "").lower()
         return slug(f"{before} {word}" if before and before not in _STOP else word)
     return "outcome"

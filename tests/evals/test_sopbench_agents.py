@@ -167,6 +167,25 @@ def test_answer_schema_takes_the_sop_values_never_the_data():
     assert allowed_values('The risk level is "low" or "high".', "risk_level") == ["low", "high"]
 
 
+def test_unquoted_values_come_from_the_drafting_reader():
+    from sopgraph.evals.sopbench.answer_schema import allowed_values
+
+    # a definitions list under a heading naming the output (its -us word kept whole)
+    listed = "## Final status\n- Approved: every check passes\n- Rejected: a check fails\n"
+    assert allowed_values(listed, "final status") == ["Approved", "Rejected"]
+    # "one of A, B or C" after a sentence naming an outcome: the output's own name or none
+    step = "1. If the item breaks a rule, review it.\n"
+    said = step + "The final decision is one of Keep, Remove or Escalate."
+    assert allowed_values(said, "final_decision") == ["Keep", "Remove", "Escalate"]
+    assert allowed_values(step + "The output is one of Keep or Remove.", "verdict_label") == [
+        "Keep",
+        "Remove",
+    ]
+    # values stated for another output are not this one's
+    assert allowed_values(step + "The risk level is one of Low or High.", "final_decision") == []
+    assert allowed_values("No procedure here.", "final_decision") == []  # the reader refuses
+
+
 async def test_unparsable_answer_and_react_without_tools_are_not_completed():
     domain = load_domain(REFUND)
     async with FunctionCallingAgent(domain, ScriptedChatModel(responses=[AIMessage("yes")])) as a:
