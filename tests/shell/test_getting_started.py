@@ -17,7 +17,7 @@ README = ROOT / "README.md"
 PAGES = (
     "reference", "getting-started", "concepts", "sop-format", "writing-tools", "making-tools",
     "models", "serving", "benchmarks", "troubleshooting", "commands", "honest-world",
-    "development",
+    "development", "sopbench-made",
 )  # fmt: skip
 FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```", re.M | re.S)
 
