@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 DEFAULT_DATA = Path("/work/shared/sopbench")
 REQUIRED_FILES = ("sop.txt", "toolspecs.json", "tools.py", "metadata.json")
 TASK_FILE = "test_set_with_outputs.csv"
+VIEW_FILE = "test_set_without_outputs.csv"  # the task view the benchmark publishes
 
 
 class DomainError(ValueError):
@@ -120,6 +121,9 @@ def simulator_tools(path: Path) -> tuple[str, set[str]]:
 
 
 def read_metadata(path: Path) -> tuple[list[str], list[str]]:
+    """``metadata.json``'s input and output columns. Without ``input_columns``, the inputs are
+    the columns of ``test_set_without_outputs.csv`` beside it (the task view the benchmark
+    publishes for agents), less any output column."""
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -127,14 +131,23 @@ def read_metadata(path: Path) -> tuple[list[str], list[str]]:
     outputs = meta.get("output_columns")
     if not outputs:
         raise DomainError(f"{path}: no output_columns; list the answer columns there")
-    inputs = meta.get("input_columns")
+    inputs = meta.get("input_columns") or _published_inputs(path.parent / VIEW_FILE, outputs)
     if not inputs:
         # the reference loader would then pass the whole row, answer included: refuse instead
         raise DomainError(
-            f"{path}: no input_columns, so the agent's view of a task is undefined (the whole row "
-            "would leak the answer); add input_columns to metadata.json"
+            f"{path}: no input_columns and no {VIEW_FILE}, so the agent's view of a task is "
+            "undefined (the whole row would leak the answer); add input_columns to metadata.json"
         )
     return list(inputs), list(outputs)
+
+
+def _published_inputs(path: Path, outputs: list[str]) -> list[str]:
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except OSError:
+        return []
+    return [c for c in header if c and c not in outputs]
 
 
 def read_tasks(path: Path, inputs: list[str], outputs: list[str], id_col: str) -> list[Task]:

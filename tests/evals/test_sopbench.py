@@ -42,6 +42,22 @@ def test_malformed_domain_is_one_error_line(folder, says):
     assert "\n" not in str(err.value)
 
 
+def test_without_input_columns_the_published_task_view_gives_them(tmp_path):
+    import shutil
+
+    folder = tmp_path / "viewed"
+    shutil.copytree(DATA / "no_input_columns", folder)
+    with_outputs = (folder / "test_set_with_outputs.csv").read_text().splitlines()
+    header = with_outputs[0].split(",")
+    # the published view: every column but the answer (here also listed, to be dropped)
+    (folder / "test_set_without_outputs.csv").write_text(",".join(header) + "\n")
+    d = load_domain(folder)
+    assert d.output_columns == ["refund_decision"]
+    assert d.input_columns == [c for c in header if c != "refund_decision"]
+    assert all("refund_decision" not in t.inputs for t in d.tasks)
+    assert d.tasks[1].expected == {"refund_decision": "Rejected"}
+
+
 @pytest.mark.parametrize("folder", ["missing_files", "spec_mismatch", "no_input_columns"])
 def test_cli_malformed_domain_one_line_exit_2(folder, capsys, tmp_path):
     from sopgraph.cli import main
