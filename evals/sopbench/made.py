@@ -55,7 +55,7 @@ def outcome_values(domain: Domain) -> dict[str, list[str]]:
     if missing:
         raise DomainError(
             f"{domain.path / 'sop.txt'}: states no values for {', '.join(missing)} (no quoted "
-            "values in a sentence or list naming it), so no graph can be made; --agent fc or "
+            "values, definitions list, table column or 'one of ...' naming it), so no graph can be made; --agent fc or "
             "react answer it as free text"
         )
     return allowed
