@@ -164,7 +164,8 @@ async def _made_graph(domain: Domain, args: argparse.Namespace, root: Path) -> t
         f"inputs -> {info['graph']}",
         file=sys.stderr,
     )
-    return Path(info["graph"]), f"none at run time (made by {info['model']})"
+    made = f"{args.samples} samples, {args.make_inputs} make inputs, repairs {args.repairs}"
+    return Path(info["graph"]), f"none at run time (made by {info['model']}; {made})"
 
 
 def _check_making(domains: list[Domain], args: argparse.Namespace) -> None:
