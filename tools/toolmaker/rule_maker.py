@@ -362,8 +362,9 @@ def _soundness(cand: Candidate) -> tuple[bool, bool, bool]:
 
 
 def _shared_values(data: list[dict[str, Any]]) -> set[str]:
-    """The text values every input has in the same field (the run input's type)."""
-    if not data:
+    """The text values every input has in the same field (the run input's type); none from
+    a single input, where every value would be."""
+    if len(data) < 2:
         return set()
     first = data[0]
     return {v for k, v in first.items() if isinstance(v, str) and all(d.get(k) == v for d in data)}
