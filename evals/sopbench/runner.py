@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -71,12 +72,19 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _sans_cassette(spec: RunSpec) -> RunSpec:
+    """The run as compared for a resume: a live run recorded with one cassette mode is the same
+    run resumed in another (``record``, then ``fill`` after a stop)."""
+    model = re.sub(r" \(cassette (?:record|fill|replay)\)", "", spec.model)
+    return spec.model_copy(update={"model": model})
+
+
 def open_run(out_dir: Path, spec: RunSpec) -> list[dict[str, Any]]:
     """Create the run folder, or check it belongs to the same run; returns the records so far."""
     meta = out_dir / "run.json"
     if meta.exists():
         old = RunSpec.model_validate_json(meta.read_text(encoding="utf-8"))
-        if old != spec:
+        if _sans_cassette(old) != _sans_cassette(spec):
             diff = [k for k in RunSpec.model_fields if getattr(old, k) != getattr(spec, k)]
             raise DomainError(
                 f"{out_dir}: holds another run (different {', '.join(diff)}); "

@@ -245,6 +245,19 @@ async def test_interrupted_run_resumes_from_its_records(tmp_path):
         await run_tasks(domain, second, tasks, tmp_path, other)
 
 
+def test_a_recorded_run_resumes_in_another_cassette_mode_but_not_with_another_model(tmp_path):
+    from sopgraph.evals.sopbench.runner import RunSpec, open_run
+
+    def spec(model: str) -> RunSpec:
+        return RunSpec(domain="d", agent="fc", domain_tasks=2, tasks=["a"], seed=0, model=model)
+
+    open_run(tmp_path, spec("local (json-schema) (cassette record)"))
+    assert open_run(tmp_path, spec("local (json-schema) (cassette fill)")) == []
+    assert open_run(tmp_path, spec("local (json-schema)")) == []
+    with pytest.raises(DomainError, match="different model"):
+        open_run(tmp_path, spec("openai:gpt (cassette fill)"))
+
+
 def test_cli_runs_resumes_and_tables(tmp_path, capsys):
     from sopgraph.cli import main
 
