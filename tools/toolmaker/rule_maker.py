@@ -264,9 +264,10 @@ async def make_rule(
     from sopgraph.nodes.agent_middleware import content_text
 
     start = time.perf_counter()
-    examples = [_data(c) for c in cases[:EXAMPLES]]
+    data = [_data(c) for c in cases]
+    examples = data[:EXAMPLES]
     answers = [v for vals in allowed.values() for v in vals]
-    shared = _shared_values([_data(c) for c in cases])
+    shared = _shared_values(data)
     chat = [SystemMessage(SYSTEM), HumanMessage(rule_prompt(sop, examples, allowed))]
 
     async def tried(sample: int, reply: Any, repaired: str | None = None) -> Candidate:
