@@ -88,11 +88,13 @@ async def spec_deps(
 ):
     """One node's ``SpecDeps`` from an open session (demos: library, or none for cold start;
     never of a node in ``exclude``); ``program``: the tool-maker's saved program."""
+    from sopgraph.graphs.loader import load_sop
     from sopgraph.tools.registry import Registry
     from sopgraph.tools.toolmaker.context import brief_for
     from sopgraph.tools.toolmaker.data_catalog import DataCatalog
     from sopgraph.tools.toolmaker.demos import library_specs, nearest
     from sopgraph.tools.toolmaker.execution import SpecRunner
+    from sopgraph.tools.toolmaker.grammar import bound_fields
     from sopgraph.tools.toolmaker.reflector import Reflector
     from sopgraph.tools.toolmaker.sampling import SpecDeps
 
@@ -106,21 +108,16 @@ async def spec_deps(
         cache["data"] = await DataCatalog.read(session.catalog, list(session.catalog.servers))
         cache["runner"] = SpecRunner(session.pool, session.params.for_input)
         cache["library"] = library_specs(session.sop, Registry(session.sop_dir / "tools"))
-    full: Any = cache["data"]
-    data = type(full)(
-        metrics={s: m for s, m in full.metrics.items() if s in brief.server_names},
-        units=full.units,
-        tables={s: t for s, t in full.tables.items() if s in brief.server_names},
-        types=full.types,
-        labels=full.labels,
-    )
-    pool = [d for d in cache["library"] if d.node not in exclude]
-    demos = nearest(pool, node.text, list(node.data), k, node.id) if demos_from == "library" else []
-    fields = list(getattr(session.sop, "input_fields", None) or []) or [
-        "site",
-        "station",
-        "timestamp",
-    ]
+    data = cache["data"].only(brief.server_names)
+    if demos_from == "library":
+        pool = [d for d in cache["library"] if d.node not in exclude]
+    elif demos_from == "none":
+        pool = []
+    else:  # another SOP's folder: its library's verified specs, none of this SOP's
+        other = Path(demos_from)
+        pool = library_specs(load_sop(other), Registry(other / "tools"))
+    demos = nearest(pool, node.text, list(node.data), k, node.id) if pool else []
+    fields = bound_fields(session.sop)
     return SpecDeps(
         sop=session.sop, node=node, brief=brief, data=data, runner=cache["runner"], demos=demos,
         input_fields=fields, lm=session.lm, reflector=Reflector(lm=session.judge_lm),

@@ -3,7 +3,9 @@
 Each tool is one API of the SOP. It takes a ``case_id`` and returns the outcome scripted for
 that case in a cases file, as the Grounded Customer Service Benchmark's simulator does, so the
 imported SOP runs without an LLM. Every call is recorded per case (``get_call_log`` and an
-optional JSON-lines file) so a test can read the path the SOP took.
+optional JSON-lines file) so a test can read the path the SOP took. The APIs whose outcome a
+branch tests declare it as a typed record (MCP ``outputSchema``: the field and its values), so a
+client, and the tool-maker's grammar, knows the fields without calling.
 
 Cases file (JSON)::
 
@@ -23,7 +25,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
@@ -39,6 +41,26 @@ Outcome = dict[str, Any]
 
 _LOOKUP = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 _ACTS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+
+
+class Authentication(BaseModel):
+    authentication_status: Literal["success", "failed"]
+
+
+class Account(BaseModel):
+    account_status: Literal["active", "inactive due to unpaid bill"]
+
+
+class AreaOutages(BaseModel):
+    outage_status: Literal["outage reported", "none"]
+
+
+class LineConnection(BaseModel):
+    connection_status: Literal["operational", "interruption_detected"]
+
+
+class ProblemResolution(BaseModel):
+    problem_status: Literal["resolved", "persists"]
 
 
 class CasesFile(BaseModel):
@@ -76,6 +98,18 @@ class World:
         self.call_log = call_log
         self.calls: dict[str, list[dict[str, Any]]] = {}
 
+    def record(self, api: str, case_id: str, model: type[BaseModel]) -> Any:
+        """The scripted outcome as the API's declared record (its output schema)."""
+        outcome = self.outcome(api, case_id)
+        try:
+            return model.model_validate(outcome)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ToolError(
+                f"case '{case_id}' scripts {outcome!r} for {api}: {err['msg']} at "
+                f"{'.'.join(str(p) for p in err['loc'])}; fix it in {self.source}"
+            ) from None
+
     def outcome(self, api: str, case_id: str) -> Outcome:
         case = self.cases.cases.get(case_id)
         if case is None:
@@ -112,28 +146,28 @@ def build_server(world: World, host: str = "127.0.0.1", port: int = 8000) -> Fas
         return world.outcome("ServiceInterruptionHandle", case_id)
 
     @mcp.tool(annotations=_LOOKUP)
-    def authenticate_customer(case_id: CaseId) -> Outcome:
+    def authenticate_customer(case_id: CaseId) -> Authentication:
         """Confirm customer's identity and account details.
 
         Returns ``authentication_status``: ``success`` or ``failed``.
         """
-        return world.outcome("authenticate_customer", case_id)
+        return world.record("authenticate_customer", case_id, Authentication)
 
     @mcp.tool(annotations=_LOOKUP)
-    def verify_customer_account(case_id: CaseId) -> Outcome:
+    def verify_customer_account(case_id: CaseId) -> Account:
         """Check the customer's account status.
 
         Returns ``account_status``: ``active`` or ``inactive due to unpaid bill``.
         """
-        return world.outcome("verify_customer_account", case_id)
+        return world.record("verify_customer_account", case_id, Account)
 
     @mcp.tool(annotations=_LOOKUP)
-    def check_area_outages(case_id: CaseId) -> Outcome:
+    def check_area_outages(case_id: CaseId) -> AreaOutages:
         """Check for any known outages in the customer's area.
 
         Returns ``outage_status``: ``outage reported`` or ``none``.
         """
-        return world.outcome("check_area_outages", case_id)
+        return world.record("check_area_outages", case_id, AreaOutages)
 
     @mcp.tool(annotations=_LOOKUP)
     def check_outage_resolution_time(case_id: CaseId) -> Outcome:
@@ -141,12 +175,12 @@ def build_server(world: World, host: str = "127.0.0.1", port: int = 8000) -> Fas
         return world.outcome("check_outage_resolution_time", case_id)
 
     @mcp.tool(annotations=_LOOKUP)
-    def assess_line_connection_status(case_id: CaseId) -> Outcome:
+    def assess_line_connection_status(case_id: CaseId) -> LineConnection:
         """Check the customer's connection status.
 
         Returns ``connection_status``: ``operational`` or ``interruption_detected``.
         """
-        return world.outcome("assess_line_connection_status", case_id)
+        return world.record("assess_line_connection_status", case_id, LineConnection)
 
     @mcp.tool(annotations=_LOOKUP)
     def check_interruption_troubleshooting_guide(case_id: CaseId) -> Outcome:
@@ -154,12 +188,12 @@ def build_server(world: World, host: str = "127.0.0.1", port: int = 8000) -> Fas
         return world.outcome("check_interruption_troubleshooting_guide", case_id)
 
     @mcp.tool(annotations=_LOOKUP)
-    def query_problem_resolution_status(case_id: CaseId) -> Outcome:
+    def query_problem_resolution_status(case_id: CaseId) -> ProblemResolution:
         """Ask the customer if the problem is successfully resolved.
 
         Returns ``problem_status``: ``resolved`` or ``persists``.
         """
-        return world.outcome("query_problem_resolution_status", case_id)
+        return world.record("query_problem_resolution_status", case_id, ProblemResolution)
 
     @mcp.tool(annotations=_ACTS)
     def escalate_issue_to_technical_support(case_id: CaseId) -> Outcome:

@@ -1,9 +1,11 @@
-"""The numbers a procedure compares against, each made a parameter with its default.
+"""The numbers a procedure compares against, each made a parameter with its default, and the
+comparison a text states for each of its parameters.
 
 A comparison is a comparative phrase (``more than``, ``at least``, ``below``, ``>=``, ...)
 before a number; its parameter is named for the words before the phrase and the bound's side
 (``_min`` for a lower bound, ``_max`` for an upper one), and the node text gets ``{name}``
-where the number was, so a site can override it.
+where the number was, so a site can override it. ``stated_ops`` reads the same phrases before
+a ``{parameter}`` (or ``or more`` / ``or less`` after it) as the operator they state.
 """
 
 from __future__ import annotations
@@ -17,6 +19,18 @@ _NUMBER = r"(\d+(?:[.,]\d+)?)"
 _COMPARE = re.compile(rf"(?<![\w-])({_LOWER}|{_UPPER})\s*{_NUMBER}", re.IGNORECASE)
 _BETWEEN = re.compile(rf"\bbetween\s+{_NUMBER}\s*%?\s+and\s+{_NUMBER}", re.IGNORECASE)
 _LOWER_RE = re.compile(rf"^(?:{_LOWER})$", re.IGNORECASE)
+# each phrase's operator; "not more than" before "more than", so the longest phrase wins
+OPERATORS = {
+    "<=": ("no more than", "not more than", "at most", "up to", "within", "<=", "≤"),
+    ">=": ("no less than", "not less than", "at least", ">=", "≥"),
+    ">": ("more than", "greater than", "higher than", "over", "above", "exceeds", "exceed",
+          "exceeding", ">"),
+    "<": ("less than", "fewer than", "lower than", "below", "under", "<"),
+}  # fmt: skip
+_PHRASE = {p: op for op, phrases in OPERATORS.items() for p in phrases}
+_BEFORE = "|".join(re.escape(p) for p in sorted(_PHRASE, key=len, reverse=True))
+_STATED = re.compile(rf"(?<![\w-])({_BEFORE})\s*\{{(\w+)\}}", re.IGNORECASE)
+_STATED_AFTER = re.compile(r"\{(\w+)\}[^\s.,;]*\s+or\s+(more|greater|less|fewer)\b", re.I)
 _STOP = {
     "the", "a", "an", "of", "is", "are", "was", "were", "be", "been", "has", "have", "had", "if",
     "when", "than", "then", "that", "this", "it", "its", "for", "to", "in", "on", "at", "by",
@@ -101,3 +115,27 @@ def with_placeholders(text: str, comparisons: list[Comparison]) -> str:
     for c in sorted(comparisons, key=lambda c: c.start, reverse=True):
         text = text[: c.start] + "{" + c.name + "}" + text[c.end :]
     return text
+
+
+def stated_ops(text: str) -> dict[str, str]:
+    """``parameter -> operator`` for each parameter ``text`` compares against in words, in the
+    text's order, and only those it compares one way (a parameter stated two ways, or after a
+    negation such as ``not below``, is left out).
+
+    Example:
+        >>> stated_ops("The amount is above {max_refund}; {n} or more retries; within {d} days.")
+        {'max_refund': '>', 'n': '>=', 'd': '<='}
+    """
+    found: dict[str, tuple[int, set[str]]] = {}
+
+    def add(name: str, at: int, op: str) -> None:
+        first, ops = found.setdefault(name, (at, set()))
+        found[name] = (min(first, at), ops | {op})
+
+    for m in _STATED.finditer(text):
+        negated = re.search(r"\b(?:not|never|no)\s*$", text[: m.start()], re.IGNORECASE)
+        add(m[2], m.start(), "?" if negated else _PHRASE[m[1].lower()])
+    for m in _STATED_AFTER.finditer(text):
+        add(m[1], m.start(), ">=" if m[2].lower() in ("more", "greater") else "<=")
+    ordered = sorted(found.items(), key=lambda item: item[1][0])
+    return {name: next(iter(ops)) for name, (_, ops) in ordered if len(ops) == 1 and "?" not in ops}

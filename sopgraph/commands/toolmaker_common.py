@@ -118,6 +118,17 @@ def split_list(text: str | None) -> list[str]:
     return [x.strip() for x in (text or "").split(",") if x.strip()]
 
 
+def demos_source(text: str) -> str:
+    """``--demos``: library, none, or an SOP folder with a tool library."""
+    if text in ("library", "none"):
+        return text
+    if not (Path(text) / "sop.yaml").is_file() or not (Path(text) / "tools").is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text}: give library, none, or an SOP folder (sop.yaml and tools/)"
+        )
+    return str(Path(text).resolve())
+
+
 def spec_options(p: argparse.ArgumentParser) -> None:
     """The spec pipeline's options, the same in `tools make` and `eval toolmaker`."""
     p.add_argument("--samples", type=positive_int, default=8, help="candidates a round (default 8)")
@@ -125,8 +136,9 @@ def spec_options(p: argparse.ArgumentParser) -> None:
         "--rounds", type=int, default=1, help="repair rounds with +r (default 1, at most 10)"
     )
     p.add_argument(
-        "--demos", choices=["library", "none"], default="library",
-        help="demonstrations from the library's verified specs, or none (cold start)",
+        "--demos", type=demos_source, default="library", metavar="library|none|SOP_DIR",
+        help="demonstrations from the library's verified specs, none (cold start), or another "
+        "SOP folder's verified specs (cold on this SOP)",
     )  # fmt: skip
     p.add_argument(
         "--program", default="default", metavar="FILE|none",

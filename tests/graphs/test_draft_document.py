@@ -207,3 +207,15 @@ def test_a_repeated_parameter_name_gets_its_sentence_number():
     first = find_comparisons("The wait is more than 10 minutes.", 1, taken)
     second = find_comparisons("The wait is more than 20 minutes.", 2, taken)
     assert first[0].name != second[0].name and second[0].name.endswith("_s2")
+
+
+def test_stated_ops_reads_the_comparison_a_text_states_for_each_parameter():
+    from sopgraph.graphs.drafting.numbers import stated_ops
+
+    text = (
+        "The amount is above {max_refund}. Retried {tries} or more times, at most {cap}% of "
+        "the plan, no more than {n} robots; cleaned within the last {hours} hours; not below "
+        "{floor}; more than {both} and less than {both}."
+    )
+    assert stated_ops(text) == {"max_refund": ">", "tries": ">=", "cap": "<=", "n": "<="}
+    # a window ("within the last"), a negation and a parameter stated two ways say nothing

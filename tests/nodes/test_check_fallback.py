@@ -25,7 +25,10 @@ shared_loop = pytest.mark.asyncio(loop_scope="module")
 NODE = "obs_upstream_flow_low"
 # the library's own verified Check of the node, in the grammar's form (measurements a, b)
 RIGHT = canonical(Registry(EXAMPLES / "fc_alarm_triage" / "tools").resolve(NODE).fn.spec.to_dict())
-WRONG = {**RIGHT, "op": ">="}  # its complement: the opposite verdict on every input
+# its complement, the opposite verdict on every input: the threshold is written as the site's
+# number (setup fills it in), which the SOP text states no comparison for, so none is settled
+SITE_VALUE = "<the site's value of the threshold>"
+WRONG = {**RIGHT, "op": ">=", "threshold": SITE_VALUE}
 
 
 @pytest.fixture
@@ -36,10 +39,17 @@ def session(make_session):  # noqa: F811 - the fixture imported above
 def setup(session, tmp_path, answers: list[dict], samples: int = 3, node_id: str = NODE):
     """A fallback over an empty library, the node, and the context of a case labelled true."""
     registry = Registry(tmp_path / "tools", sop_id=session.sop.id)
-    lm = DummyLM(answers)
-    fallback = CheckFallback(session.sop, registry, lm, "fake", samples=samples, program=None)
     case = next(c for c in node_cases(session.cases, node_id, "train") if c.expected == "true")
     inp = case.run_input
+    value = session.params.for_input(inp).get(RIGHT["threshold"])
+    answers = [
+        {"spec": {**a["spec"], "threshold": value}}
+        if isinstance(a.get("spec"), dict) and a["spec"].get("threshold") == SITE_VALUE
+        else a
+        for a in answers
+    ]
+    lm = DummyLM(answers)
+    fallback = CheckFallback(session.sop, registry, lm, "fake", samples=samples, program=None)
     node = session.node(node_id)
     ctx = ToolContext(
         node_id=node_id, text=node.text, params=session.params.for_input(inp), parents={},
@@ -180,6 +190,19 @@ async def test_check_only_decides_without_the_library(session, tmp_path):
 
 
 @shared_loop
+async def test_the_comparison_the_text_states_sets_the_operator(session, tmp_path):
+    # "below {upstream_flow_min_pct}% of its planned rate": a sample comparing with >= is set
+    # to <, recorded; the model is not asked again
+    flipped = {**RIGHT, "op": ">="}
+    fallback, _, lm, node, ctx = setup(session, tmp_path, [{"spec": flipped}], samples=1)
+    outcome = await fallback.decide(node, ctx)
+    (sample,) = outcome.detail["check"]["samples"]
+    assert sample["settled"] == "op >= -> <: the text compares with {upstream_flow_min_pct} so"
+    assert sample["spec"] == RIGHT and outcome.verdict.value == "true"
+    assert len(lm.history) == 1
+
+
+@shared_loop
 async def test_the_declared_units_set_the_scale_and_a_count_goes_back(session, tmp_path):
     # the catalog says the metric is a percentage, the SOP text that its threshold is one
     node_id = "obs_label_fail_high"
@@ -191,7 +214,7 @@ async def test_the_declared_units_set_the_scale_and_a_count_goes_back(session, t
     )
     outcome = await fallback.decide(node, ctx)
     (sample,) = outcome.detail["check"]["samples"]
-    assert sample["scaled"].startswith("scale 100 -> 1: the value is a percentage")
+    assert sample["settled"].startswith("scale 100 -> 1: the value is a percentage")
     assert sample["spec"] == right and outcome.verdict.value == "true"
     assert len(lm.history) == 1  # set by the units: no call to repair it
     # a count read against a percentage has no scale that fixes it: it goes back, once

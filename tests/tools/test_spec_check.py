@@ -111,3 +111,30 @@ def test_every_library_spec_passes_the_schema_and_a_bad_one_does_not():
     for bad in (_check({**SERIES, "table": "t"}), _check({**FIELD, "reduce": "mean"}),
                 _check({**SERIES, "reduce": "median"})):  # fmt: skip
         assert list(validator.iter_errors(bad)), bad
+
+
+def _test(value: str) -> dict:
+    return {"server": "crm", "tool": "get_case", "args": {"case_id": "$case_id"},
+            "field": "status", "equals": value}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "op", "threshold", "decides"),
+    [
+        ("a", ">=", 0, False),  # 1 or 0 is always >= 0
+        ("a", "<", 2, False),
+        ("a", ">", 0, True),
+        ("a", "==", 1, True),
+        ("a", ">=", "min_open", True),  # a parameter's value is the site's: not known here
+        ("abs(a - b)", "<=", 0, True),
+        ("a + b", "<=", 2, False),
+    ],
+)
+def test_a_comparison_its_tests_cannot_change_is_refused(value, op, threshold, decides):
+    spec = {"value": value, "measures": {"a": _test("open"), "b": _test("closed")}, "op": op,
+            "threshold": threshold}  # fmt: skip
+    if decides:
+        Check.from_dict(spec).validate()
+        return
+    with pytest.raises(SpecError, match=r"whatever the tests give .*: the check decides nothing"):
+        Check.from_dict(spec)

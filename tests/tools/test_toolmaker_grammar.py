@@ -86,5 +86,62 @@ def test_a_reply_filled_under_the_grammar_is_a_check():
 
 
 def test_a_node_whose_servers_list_nothing_to_read_is_one_clear_error():
-    with pytest.raises(ValueError, match="list no metrics or tables"):
+    with pytest.raises(ValueError, match="list no metrics, tables or typed records"):
         spec_model(DataCatalog(), [], ["case_id"])
+
+
+def _records() -> DataCatalog:
+    return DataCatalog(
+        records={"crm": {
+            "get_case": {"status": {"type": "string", "enum": ["open", "closed"]},
+                         "age_days": {"type": "integer", "enum": None}},
+            "get_region": {"load": {"type": "number", "enum": None}},
+        }},
+        arguments={"crm.get_case": ["case_id"], "crm.get_region": ["region"]},
+    )  # fmt: skip
+
+
+def test_a_typed_record_the_input_can_call_is_a_field_measure_in_the_grammar():
+    defs = _schema(spec_model(_records(), [], ["case_id"]))["$defs"]
+    status = defs["FieldCrmGetCaseStatus"]["properties"]
+    assert status["equals"]["enum"] == ["open", "closed"]  # the declared values, nothing else
+    assert status["field"]["const"] == "status" and status["tool"]["const"] == "get_case"
+    assert defs["ArgsCrmGetCase"]["properties"]["case_id"]["const"] == "$case_id"
+    assert "equals" not in defs["FieldCrmGetCaseAgeDays"]["properties"]  # a number is compared
+    assert not any("GetRegion" in name for name in defs)  # region: not a field of the input
+    hinted = _schema(spec_model(_records(), [], ["case_id", "region"], ["crm.get_region"]))
+    assert [n for n in hinted["$defs"] if n.startswith("Field")] == ["FieldCrmGetRegionLoad"]
+
+
+def test_a_reply_with_a_field_measure_is_a_check():
+    reply = spec_model(_records(), [], ["case_id"])
+    filled = reply.model_validate({"spec": {
+        "value": "a", "scale": 1, "op": ">", "threshold": 0, "missing": "no_data",
+        "measures": {"a": {"server": "crm", "tool": "get_case", "args": {"case_id": "$case_id"},
+                           "field": "status", "equals": "open"}},
+    }})  # fmt: skip
+    check = Check.from_dict(as_spec_dict(filled))
+    assert check.measures["a"].equals == "open"
+    with pytest.raises(ValueError):  # a value the record does not declare
+        reply.model_validate({"spec": {
+            "value": "a", "scale": 1, "op": ">", "threshold": 0, "missing": "no_data",
+            "measures": {"a": {"server": "crm", "tool": "get_case",
+                               "args": {"case_id": "$case_id"}, "field": "status",
+                               "equals": "pending"}},
+        }})  # fmt: skip
+
+
+def test_record_fields_come_from_the_output_schema_only():
+    from sopgraph.tools.toolmaker.catalog import CatalogTool
+
+    schema = {"type": "object", "properties": {"tier": {"$ref": "#/$defs/Tier"},
+              "note": {"type": "string"}, "tags": {"type": "array"}},
+              "$defs": {"Tier": {"enum": ["gold", "basic"], "type": "string"}}}  # fmt: skip
+    tool = CatalogTool("crm", "get_customer", "", {"required": ["customer_id"]}, schema)
+    assert tool.record_fields() == {
+        "tier": {"type": "string", "enum": ["gold", "basic"]},
+        "note": {"type": "string", "enum": None},
+    }  # an array is no field a measure reads
+    wrapped = {"type": "object", "properties": {"result": {"type": "object"}}}
+    assert CatalogTool("crm", "raw", "", {}, wrapped).record_fields() == {}
+    assert CatalogTool("crm", "untyped", "", {}).record_fields() == {}

@@ -7,13 +7,10 @@ Example:
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
+from sopgraph.tools.spec.measures import OPS  # noqa: F401 - its users import it from here
 from sopgraph.tools.spec.model import Measure, SpecError
-
-OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
-       "==": operator.eq, "!=": operator.ne}  # fmt: skip
 
 
 class Bound:

@@ -13,6 +13,7 @@ file written as ``Measure(server=..., metric=...)`` stays what it was.
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
@@ -34,6 +35,8 @@ Reduce = Literal["mean", "sum", "min", "max", "count", "last", "first", "increas
 SeriesReduce = Literal["mean", "sum", "min", "max", "count", "last", "rate", "increase"]
 Across = Literal["sum", "mean", "min", "max", "count"]
 Operator = Literal[">", ">=", "<", "<=", "==", "!="]
+OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
+       "==": operator.eq, "!=": operator.ne}  # fmt: skip
 Outcome = Literal["no_data", "true", "false"]
 Edge = Literal["(]", "[)", "[]"]  # which window edge is in: "(]" is t-window < time <= t
 AgeUnit = Literal["minutes", "hours", "days"]

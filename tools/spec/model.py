@@ -16,13 +16,14 @@ Names a spec may use:
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from sopgraph.tools.spec.errors import SpecError, from_validation
-from sopgraph.tools.spec.expr import names
+from sopgraph.tools.spec.expr import evaluate, names
 from sopgraph.tools.spec.measures import (
     AGE_UNITS,
     AGGREGATES,
@@ -31,6 +32,7 @@ from sopgraph.tools.spec.measures import (
     LABEL_NAME,
     METRIC_NAME,
     OPERATORS,
+    OPS,
     OUTCOMES,
     REDUCES,
     SERIES_REDUCES,
@@ -164,6 +166,35 @@ class Check(BaseModel):
                     names(minutes)
                 except SpecError as exc:
                     raise SpecError(f"{where}.minutes: {exc}") from None
+        self._decides()
+
+    def _decides(self) -> None:
+        """Refuse a comparison that holds, or fails, whatever its tests give: a value made only
+        of field tests (each 1 or 0) against a number, such as ``a >= 0``, decides nothing."""
+        used = names(self.value)
+        tests = [self.measures[n] for n in used]
+        if not used or isinstance(self.threshold, str) or not all(_is_test(m) for m in tests):
+            return
+        seen = set()
+        for bits in itertools.product((0.0, 1.0), repeat=len(used)):
+            try:
+                value = evaluate(self.value, dict(zip(sorted(used), bits, strict=True)))
+            except ZeroDivisionError:
+                continue
+            seen.add(OPS[self.op](value * self.scale, self.threshold))
+        if len(seen) == 1:
+            always = "holds" if seen.pop() else "fails"
+            raise SpecError(
+                f"op: {self.value} {self.op} {self.threshold} {always} whatever the tests give "
+                f"(each of {', '.join(sorted(used))} is 1 or 0): the check decides nothing"
+            )
+
+
+def _is_test(m: Measure) -> bool:
+    """A field measurement with a test: its number is 1 or 0."""
+    return isinstance(m, FieldMeasure) and any(
+        t is not None for t in (m.equals, m.one_of, m.within_days)
+    )
 
 
 def _series(m: SeriesMeasure, where: str) -> None:

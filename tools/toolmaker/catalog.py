@@ -22,6 +22,26 @@ class CatalogTool:
     name: str
     description: str
     input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None  # MCP ``outputSchema``: a typed result
+
+    def record_fields(self) -> dict[str, dict[str, Any]]:
+        """The fields of the record this tool returns, as its ``outputSchema`` declares them
+        (``{field: {"type", "enum"}}``, a ``$ref`` resolved once); none for an untyped result
+        or one wrapped as ``{"result": ...}``."""
+        schema = self.output_schema or {}
+        props = schema.get("properties") or {}
+        if schema.get("type") != "object" or not props or set(props) == {"result"}:
+            return {}
+        defs = schema.get("$defs") or {}
+        out = {}
+        for name, prop in props.items():
+            ref = str(prop.get("$ref", ""))
+            prop = defs.get(ref.rsplit("/", 1)[-1], prop) if ref else prop
+            kind = prop.get("type")
+            values = prop.get("enum") or ([prop["const"]] if "const" in prop else None)
+            if kind in ("string", "number", "integer", "boolean") or values:
+                out[name] = {"type": kind, "enum": values}
+        return out
 
     @property
     def arguments(self) -> list[str]:
@@ -63,7 +83,11 @@ class Catalog:
             readable = await offered_tools(pool, server)
             servers[server] = [
                 CatalogTool(
-                    server, t.name, (t.description or "").strip(), dict(t.inputSchema or {})
+                    server,
+                    t.name,
+                    (t.description or "").strip(),
+                    dict(t.inputSchema or {}),
+                    dict(t.outputSchema) if getattr(t, "outputSchema", None) else None,
                 )
                 for t in listed
                 if readable is None or t.name in readable

@@ -14,8 +14,11 @@ feedback (DSPy's ``Refine`` in small: one retry, its reason named); the repair t
 Where the catalog declares the data's unit and the SOP text the threshold's (``check_units``),
 the units give the scale: a percentage metric against a percentage is scale 1, a ratio of like
 quantities scale 100, and a sample's scale is set to theirs (a unit conversion, kept in the
-trail as ``scaled``, not a guess); a Check no scale reconciles (a count against a percentage)
-goes back like one the validator rejects.
+trail as ``settled``, not a guess); a Check no scale reconciles (a count against a percentage)
+goes back like one the validator rejects. Where the SOP text states the comparison with a
+parameter in words (``above {x}``, ``at most {x}``, ``{x} or more``: ``graphs.drafting.numbers
+.stated_ops``), a sample comparing its value with that parameter takes the stated operator
+(also kept in ``settled``): the text is the declaration, as for the units.
 Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
 Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
@@ -42,6 +45,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from sopgraph.graphs.drafting.numbers import stated_ops
 from sopgraph.graphs.executors import Outcome, Refused, ToolContext, Unavailable
 from sopgraph.graphs.model import Node, Sop, Verdict
 from sopgraph.prompts.toolmaker import CheckMakerModule
@@ -53,7 +57,7 @@ from sopgraph.tools.toolmaker.context import brief_for
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import library_specs, nearest
 from sopgraph.tools.toolmaker.execution import CachedMcp
-from sopgraph.tools.toolmaker.grammar import response_format, spec_model
+from sopgraph.tools.toolmaker.grammar import bound_fields, response_format, spec_model
 from sopgraph.tools.toolmaker.maker import Usage
 from sopgraph.tools.toolmaker.sampling import (
     SpecDeps,
@@ -67,6 +71,7 @@ from sopgraph.tools.toolmaker.sampling import (
 SAMPLES = 5  # odd: two verdicts cannot tie when every sample runs
 DEMOS = 3  # the library's nearest verified specs shown, as the tool-maker shows them
 CONFIG = "sop+d"  # the prompt's data: the catalog's names with units and types
+ORDERING = (">", ">=", "<", "<=")  # the operators a stated comparison sets
 
 
 # a draw: its Check, why it gives no vote, why it was sent back, how the units set its scale
@@ -88,7 +93,7 @@ class Candidate:
     observed: Any = None
     same_as: int | None = None  # the earlier sample that gave the same Check
     repaired: str | None = None  # why the validator rejected the first draw, sent back once
-    scaled: str | None = None  # the scale the declared units set, from what, and why
+    settled: str | None = None  # the scale the units set and the operator the text states
 
     def row(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -168,14 +173,9 @@ class CheckFallback:
         # the prompt shows the SOP's default parameters, not the input's own values: the Check
         # names a parameter and the run binds its value, so one draw serves every input
         brief = brief_for(self.sop, node, dict(self.sop.params), catalog)
-        data = DataCatalog(
-            metrics={s: m for s, m in full.metrics.items() if s in brief.server_names},
-            units=full.units,
-            tables={s: t for s, t in full.tables.items() if s in brief.server_names},
-            types=full.types,
-            labels=full.labels,
-        )
-        fields = [f for f in (list(self.sop.input) or list(ctx.input)) if f != "type"]
+        data = full.only(brief.server_names)
+        # an SOP that declares no input: the fields this run carries (its entry type aside)
+        fields = bound_fields(self.sop) or sorted(f for f in ctx.input if f != "type")
         try:
             reply = spec_model(data, params_of(brief, node.text), fields, list(node.data))
         except ValueError as exc:  # no Check fits: the next executor (free code) may
@@ -236,20 +236,31 @@ class CheckFallback:
         def check_problem(spec: dict[str, Any] | None) -> str | None:
             return rejected(spec) or (unit_problem(spec, units, text) if spec else None)
 
+        stated = stated_ops(text)
+
         def settle(spec: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
-            """The Check with the scale its declared units give (a conversion, recorded)."""
-            implied = implied_scale(spec, units, text) if spec else None
-            if spec is None or implied is None or spec.get("scale", 1) == implied[0]:
-                return spec, None
-            note = f"scale {spec.get('scale', 1)} -> {implied[0]}: {implied[1]}"
-            return {**spec, "scale": implied[0]}, note
+            """The Check with the scale its declared units give and the operator the text
+            states for its threshold (each change recorded)."""
+            if spec is None:
+                return None, None
+            notes = []
+            implied = implied_scale(spec, units, text)
+            if implied is not None and spec.get("scale", 1) != implied[0]:
+                notes.append(f"scale {spec.get('scale', 1)} -> {implied[0]}: {implied[1]}")
+                spec = {**spec, "scale": implied[0]}
+            said = stated.get(str(spec.get("threshold")))
+            if said and spec.get("op") in ORDERING and spec["op"] != said:
+                notes.append(f"op {spec['op']} -> {said}: the text compares with "
+                             f"{{{spec['threshold']}}} so")  # fmt: skip
+                spec = {**spec, "op": said}
+            return spec, "; ".join(notes) or None
 
         drawn, spent = await self._drawn(deps.node.id, fmt, texts, check_problem, settle)
         # every distinct MCP call once: candidates often read the same data
         run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
         tally, seen = Tally(), {}
-        for i, (spec, problem, why, scaled) in enumerate(drawn):
-            cand = Candidate(i, spec, problem, repaired=why, scaled=scaled)
+        for i, (spec, problem, why, settled) in enumerate(drawn):
+            cand = Candidate(i, spec, problem, repaired=why, settled=settled)
             tally.candidates.append(cand)
             if spec is None or problem is not None:
                 continue
@@ -293,10 +304,10 @@ class CheckFallback:
                 self.module, self.lm, fmt, sample_config(i, i), texts
             )
             spent.add(used)
-            spec, scaled = settle(spec)
+            spec, settled = settle(spec)
             why = check(spec)
             if spec is None or why is None:
-                drawn.append((spec, problem, None, scaled))
+                drawn.append((spec, problem, None, settled))
                 continue
             seen = json.dumps(spec, sort_keys=True)
             if seen not in repaired:  # each distinct rejected Check goes back once
@@ -305,10 +316,10 @@ class CheckFallback:
                     self.module, self.lm, fmt, sample_config(i, i), again
                 )
                 spent.add(used)
-                fixed, fixed_scaled = settle(fixed)
+                fixed, fixed_settled = settle(fixed)
                 if (still := check(fixed)) is not None:  # kept for the record; gives no vote
                     fixed_problem = f"spec rejected again: {still}"
-                repaired[seen] = (fixed, fixed_problem, why, fixed_scaled)
+                repaired[seen] = (fixed, fixed_problem, why, fixed_settled)
             drawn.append(repaired[seen])
         self._draws[key] = drawn
         return drawn, spent

@@ -2,7 +2,8 @@
 
 A server with ``list_metrics`` serves series (PromQL): its metrics, each with its unit. A
 server with ``list_tables`` and ``list_columns`` serves rows (SQL): its tables and their
-columns. The tool-maker's grammar is built from these names, so a candidate can be wrong but
+columns. A tool whose ``outputSchema`` declares a record's fields serves records (a field
+measure): its arguments and the fields, each with its type and its values where enumerated. The tool-maker's grammar is built from these names, so a candidate can be wrong but
 never name a metric, table or column that does not exist.
 
 Example:
@@ -13,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,12 +36,19 @@ class DataCatalog:
     )  # server -> table -> columns
     types: dict[str, str] = field(default_factory=dict)  # "table.column" -> SQL type
     labels: dict[str, list[str]] = field(default_factory=dict)  # metric -> its label names
+    # server -> tool -> field -> {"type", "enum"}: the records typed tools return
+    records: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
+    arguments: dict[str, list[str]] = field(default_factory=dict)  # "server.tool" -> required
 
     @classmethod
     async def read(cls, catalog: Catalog, servers: list[str]) -> DataCatalog:
         out = cls()
         for server in servers:
             names = {t.name for t in catalog.servers.get(server, [])}
+            for t in catalog.servers.get(server, []):
+                if fields := t.record_fields():
+                    out.records.setdefault(server, {})[t.name] = fields
+                    out.arguments[f"{server}.{t.name}"] = t.required or t.arguments
             call = catalog.pool.call
             if "list_metrics" in names:
                 listed = await call(server, "list_metrics", {})
@@ -100,6 +109,26 @@ class DataCatalog:
             return [f for f in input_fields if f != "timestamp"]
         return [x for x in dict.fromkeys(listed) if x in input_fields]
 
+    def record_tools(self, server: str, input_fields: list[str]) -> dict[str, dict[str, Any]]:
+        """The tools of ``server`` a field measure may call for a run: those returning a typed
+        record whose every required argument is a field of the run input."""
+        return {
+            tool: fields for tool, fields in self.records.get(server, {}).items()
+            if set(self.arguments.get(f"{server}.{tool}", [])) <= set(input_fields)
+        }  # fmt: skip
+
+    def only(self, servers: list[str]) -> DataCatalog:
+        """This catalog cut to ``servers`` (a node's own)."""
+
+        def cut(d: dict[str, Any]) -> dict[str, Any]:
+            return {s: v for s, v in d.items() if s in servers}
+
+        return DataCatalog(
+            metrics=cut(self.metrics), units=self.units, tables=cut(self.tables),
+            types=self.types, labels=self.labels, records=cut(self.records),
+            arguments=self.arguments,
+        )  # fmt: skip
+
     def time_columns(self, table: str) -> list[str]:
         cols = [c for s in self.tables.values() for c in s.get(table, [])]
         timed = [c for c in cols if _first_word(self.types.get(f"{table}.{c}", "")) in TIME_TYPES]
@@ -117,6 +146,16 @@ class DataCatalog:
             for table, cols in tables.items():
                 typed = ", ".join(f"{c} {self.types.get(f'{table}.{c}', '')}".strip() for c in cols)
                 lines.append(f"  {table}({typed})")
+        for server, tools in self.records.items():
+            lines.append(f"server {server} (records, one a call):")
+            for tool, fields in tools.items():
+                args = ", ".join(self.arguments.get(f"{server}.{tool}", []))
+                typed = ", ".join(
+                    f"{f} " + ("|".join(json.dumps(v) for v in d["enum"]) if d.get("enum")
+                              else str(d.get("type") or "any"))
+                    for f, d in fields.items()
+                )  # fmt: skip
+                lines.append(f"  {tool}({args}) -> {{{typed}}}")
         return "\n".join(lines)
 
     def measurement_key(self, m: dict[str, Any]) -> tuple:
@@ -124,6 +163,8 @@ class DataCatalog:
         column and literal filters."""
         if m.get("metric"):
             return ("metric", m["metric"])
+        if m.get("tool"):
+            return ("field", m.get("server"), m["tool"], m.get("field"))
         lits = tuple(sorted((k, str(v)) for k, v in (m.get("where") or {}).items()
                             if not str(v).startswith("$")))  # fmt: skip
         return ("table", m.get("table"), m.get("column"), lits)

@@ -32,6 +32,8 @@ SPEC_KEYS = ("value", "measures", "scale", "op", "threshold", "missing", "zero_d
 SHOWN_DEFAULTS = {"scale": 1, "missing": "no_data"}
 MEASURE_KEYS = ("server", "metric", "table", "column", "match", "where", "time_column", "minutes",
                 "reduce", "open_at", "across", "age_unit", "default")  # fmt: skip
+FIELD_KEYS = ("server", "tool", "args", "field", "equals", "one_of", "within_days", "of",
+              "default")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ def canonical(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _measure(m: dict[str, Any]) -> dict[str, Any]:
     """A measurement with the fields the grammar always writes (null where unset)."""
+    if "tool" in m:  # a field of a record: no reduction
+        return {k: m[k] for k in FIELD_KEYS if k in m}
     full = {"reduce": "mean", **m}
     if "table" in m:  # column, time_column and minutes are required (nullable) for rows
         full = {"column": None, "time_column": None, "minutes": None, **full}

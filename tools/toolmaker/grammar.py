@@ -3,7 +3,8 @@
 ``spec_model`` returns a narrowing of the spec's model (``sopgraph.tools.spec.Check``): the
 same fields, fewer of them, each enumeration the Check's own (its operators, outcomes,
 reductions) or read from the catalog and the SOP: the node's servers, their metrics or tables,
-each table's own columns, the labels the metrics carry that the run input keys on, the SOP's
+each table's own columns, the labels the metrics carry that the run input keys on, the typed
+records of tools the run input's fields can call and their fields' declared values, the SOP's
 parameter names, the input's fields.
 DSPy sends its JSON schema as the response format; llama.cpp compiles that into a grammar, so
 every token the model samples keeps the reply a spec of this node's world. A candidate may
@@ -18,7 +19,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from sopgraph.tools.spec.model import Check, Lookup, RowsMeasure, SeriesMeasure
+from sopgraph.tools.spec.model import Check, FieldMeasure, Lookup, RowsMeasure, SeriesMeasure
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 
 # The measurements are named a and b in the grammar (a required, b optional): a JSON schema's
@@ -44,6 +45,13 @@ ROW_REDUCES = tuple(r for r in choices(RowsMeasure, "reduce") if r not in ("firs
 OPERATORS = choices(Check, "op")
 OUTCOMES = choices(Check, "missing")
 AGE_UNITS = choices(RowsMeasure, "age_unit")
+
+
+def bound_fields(sop: Any) -> list[str]:
+    """The run input's fields a spec may bind (``$field``): those every run carries (required,
+    or required by an entry type), by name, so the grammar does not depend on the order the SOP
+    declares them in. An optional field may be absent, and a spec binding it would fail."""
+    return sorted(n for n, f in sop.input.items() if f.required or f.required_for)
 
 
 def _lit(values: list[Any] | tuple[Any, ...]) -> Any:
@@ -81,13 +89,48 @@ def hinted(
     return metrics, tables
 
 
+def field_measures(
+    data: DataCatalog, server: str, input_fields: list[str], hints: list[str]
+) -> list[type[BaseModel]]:
+    """One narrowing of ``FieldMeasure`` per field of each record tool of ``server`` the run
+    input can call (the hinted ones, when the hints name any): its arguments bound to the input
+    fields of their names, and a field with declared values tested for one of them."""
+    tools = data.record_tools(server, input_fields)
+    named = [t for t in tools if f"{server}.{t}" in hints]
+    out = []
+    for tool in named or list(tools):
+        args = create_model(
+            _name("args", server, tool), __config__=STRICT,
+            **{a: (_lit([f"${a}"]), ...) for a in data.arguments.get(f"{server}.{tool}", [])},
+        )  # fmt: skip
+        for name, declared in tools[tool].items():
+            test: dict[str, Any] = {}
+            if declared.get("enum"):
+                test["equals"] = (_lit(declared["enum"]), ...)
+            elif declared.get("type") not in ("number", "integer"):
+                test["equals"] = (str, ...)  # a field with no number: a test of its value
+            out.append(
+                narrow(
+                    FieldMeasure,
+                    _name("field", server, tool, name),
+                    server=(_lit([server]), ...),
+                    tool=(_lit([tool]), ...),
+                    args=(args, ...),
+                    field=(_lit([name]), ...),
+                    **test,
+                )  # fmt: skip
+            )
+    return out
+
+
 def spec_model(
     data: DataCatalog, params: list[str], input_fields: list[str], hints: list[str] | None = None
 ) -> type[BaseModel]:
     """The reply ``{"spec": ...}`` for one node: a spec with every name an enumeration, in
     one of two shapes (value ``a`` over one measurement, or a formula over ``a`` and ``b``),
     every field in the order the library's demonstrations show it. With ``hints`` (the node's
-    ``data:``), measurements read only the named metrics and tables; lookups any table. A
+    ``data:``), measurements read only the named metrics, tables and record tools; lookups any
+    table. A
     series measurement matches on the labels its server's metrics carry that are fields of
     the run input (``DataCatalog.keyed_labels``), each bound to an input field."""
     read_metrics, read_tables = hinted(data, hints or [])
@@ -148,10 +191,12 @@ def spec_model(
                     where=(where, ...),
                 )  # fmt: skip
             )
+    for server in data.records:
+        measures += field_measures(data, server, input_fields, hints or [])
     if not measures:
         raise ValueError(
-            "the node's servers list no metrics or tables (list_metrics, list_tables): "
-            "a spec has nothing to read"
+            "the node's servers list no metrics, tables or typed records (list_metrics, "
+            "list_tables, a tool's outputSchema): a spec has nothing to read"
         )
     measure = functools.reduce(operator.or_, measures)
     threshold = (_lit(params) | float) if params else float

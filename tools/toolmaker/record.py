@@ -7,6 +7,7 @@ the tool is what it is.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -25,7 +26,8 @@ class Case(BaseModel):
     expected: Value | None = None
 
     def key(self) -> str:
-        return f"{self.site}@{self.timestamp}:{self.input.get('station') or ''}"
+        """The case's identity: its whole run input."""
+        return json.dumps(self.run_input, sort_keys=True, default=str)
 
     @property
     def run_input(self) -> dict[str, Any]:

@@ -135,7 +135,9 @@ def table_keys(cols: list[str], input_fields: list[str]) -> list[str]:
 def enumerate_specs(
     text: str, hints: list[str], data: DataCatalog, params: list[str], input_fields: list[str]
 ) -> list[dict[str, Any]]:
-    """Every spec the baseline builds from the node's hints (no model)."""
+    """Every spec the baseline builds from the node's hints (no model): each hinted metric or
+    column over the text's windows and the reductions, each field of a hinted record tool (a
+    declared value tested for, or its number), against the text's parameters."""
     named = [p for p in PARAM.findall(text) if p in params]
     thresholds: list[Any] = named or [0]
     measures: list[dict[str, Any]] = []
@@ -167,6 +169,16 @@ def enumerate_specs(
                     measures.append({"server": server, "table": table, "column": column,
                                      "where": where, "time_column": times[0], "minutes": w,
                                      "reduce": reduce})  # fmt: skip
+        for tool, fields in data.record_tools(server, input_fields).items():
+            if item != tool:
+                continue
+            args = {a: f"${a}" for a in data.arguments.get(f"{server}.{tool}", [])}
+            for name, declared in fields.items():
+                base = {"server": server, "tool": tool, "args": args, "field": name}
+                if declared.get("enum"):  # 1 when the field holds the value: > 0 or <= 0
+                    measures += [{**base, "equals": v} for v in declared["enum"]]
+                elif declared.get("type") in ("number", "integer"):
+                    measures.append(base)
     specs = []
     for m in measures:
         m = {k: v for k, v in m.items() if v is not None}
