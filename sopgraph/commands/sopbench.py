@@ -13,6 +13,7 @@ from sopgraph.arguments import subcommands
 from sopgraph.evals.sopbench.domain import Domain, DomainError, load_domain, resolve_domain
 from sopgraph.graphs.home import home_dir
 from sopgraph.graphs.untrusted_text import json_text
+from sopgraph.progress import per_item
 
 
 def register(sub: Any) -> None:
@@ -219,7 +220,7 @@ def _model_label() -> str:
     return label
 
 
-def _progress(record: dict[str, Any], i: int, n: int) -> None:
+def _state(record: dict[str, Any]) -> str:
     state = "ok" if record["strict"] else ("wrong" if record["completed"] else "not completed")
     decided = record.get("decided")
     if decided:
@@ -228,11 +229,11 @@ def _progress(record: dict[str, Any], i: int, n: int) -> None:
         tally = f", {agreed} of {len(votes)} votes" if votes else ""
         why = f": {decided['why']}" if decided.get("why") else ""
         state += f" (decided by {decided['by']}{tally}{why})"
-    print(
-        f"  task {i}/{n} {record['task_id']}: {state}, {record['seconds']:.1f} s",
-        file=sys.stderr,
-        flush=True,
-    )
+    return state
+
+
+def _line(record: dict[str, Any], i: int, n: int) -> str:
+    return f"  task {i}/{n} {record['task_id']}: {_state(record)}, {record['seconds']:.1f} s"
 
 
 async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
@@ -289,7 +290,9 @@ async def _run_one(domain: Domain, args: argparse.Namespace, root: Path):
 
     try:
         async with agent:
-            records = await run_tasks(domain, agent, tasks, out, spec, _progress, args.budget_s)
+            label = f"{domain.name} {agent_name}"
+            with per_item(label, len(tasks), _line, _state) as shown:
+                records = await run_tasks(domain, agent, tasks, out, spec, shown, args.budget_s)
     except (openai.APIConnectionError, openai.InternalServerError) as exc:
         raise DomainError(
             f"{out}: the model could not be reached ({exc}); the finished tasks are kept: "
