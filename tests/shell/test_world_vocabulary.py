@@ -106,7 +106,7 @@ WAITING = {  # the module -> its world words and the most of each it may hold
     "tools/toolmaker/demos.py": {"camera": 1, "idle": 1, "station": 1},
     "tools/toolmaker/docstring.py": {"paid": 2},
     "tools/toolmaker/execution.py": {"site": 2, "station": 2},
-    "tools/toolmaker/record.py": {"site": 5, "station": 1},
+    "tools/toolmaker/record.py": {"site": 4},
     "tools/toolmaker/sampling.py": {"site": 2, "station": 1},
     "tools/toolmaker/session.py": {"idle": 1, "station": 1},
 }
