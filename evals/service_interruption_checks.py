@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the SOP folder to write (replaced)")
     args = parser.parse_args(argv)
     out = write(args.out)
-    found = decisions(yaml.safe_load((SOP_DIR / "sop.yaml").read_text(encoding="utf-8")))
+    found = [p.stem for p in sorted((out / "cases").glob("*.jsonl"))]
     print(f"{out}: {len(found)} decision nodes ({', '.join(found)}), cases in {out / 'cases'}")
     return 0
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sopgraph.tools.spec.measures import OPS  # noqa: F401 - its users import it from here
 from sopgraph.tools.spec.model import Measure, SpecError
 
 

@@ -22,7 +22,8 @@ import re
 from typing import Any
 
 from sopgraph.tools.kit import counter_steps, from_sql_time, instant, sql, sql_time
-from sopgraph.tools.spec.bind import OPS, Bound
+from sopgraph.tools.spec.bind import Bound
+from sopgraph.tools.spec.measures import OPS
 from sopgraph.tools.spec.model import AGE_UNITS, Lookup, RowsMeasure, SpecError
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

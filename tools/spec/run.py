@@ -13,8 +13,9 @@ from typing import Any
 
 from sopgraph.graphs.model import Verdict
 from sopgraph.tools.spec import fields, rows, series
-from sopgraph.tools.spec.bind import OPS, Bound
+from sopgraph.tools.spec.bind import Bound
 from sopgraph.tools.spec.expr import evaluate, names
+from sopgraph.tools.spec.measures import OPS
 from sopgraph.tools.spec.model import Check
 
 READERS = {"series": series.read, "rows": rows.read, "field": fields.read}

@@ -20,8 +20,8 @@ import statistics
 from typing import Any
 
 from sopgraph.tools.kit import Window, promql_series, promql_time, selector
-from sopgraph.tools.spec.bind import OPS, Bound
-from sopgraph.tools.spec.measures import COUNTER_REDUCES
+from sopgraph.tools.spec.bind import Bound
+from sopgraph.tools.spec.measures import COUNTER_REDUCES, OPS
 from sopgraph.tools.spec.model import SeriesMeasure
 
 FUNC = {"mean": "avg"}  # the spec's reduce -> PromQL's function prefix
