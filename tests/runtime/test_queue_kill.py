@@ -146,7 +146,7 @@ def test_a_worker_killed_mid_batch_loses_no_run_and_repeats_no_saved_node(
 
         victim = workers[0]
         # mid-batch, with the victim inside runs: its tools have finished nodes already
-        _wait("40 runs finished", lambda: succeeded(40), 90, workers, log)
+        _wait("40 runs finished", lambda: succeeded(40), 240, workers, log)
         _wait("the victim ran a node", lambda: str(victim.pid) in executions.read_text(),
               30, workers, log)  # fmt: skip
         os.kill(victim.pid, signal.SIGKILL)
@@ -157,7 +157,7 @@ def test_a_worker_killed_mid_batch_loses_no_run_and_repeats_no_saved_node(
         # what the store held of those runs when their worker died: never to be run again
         saved = _saved_nodes(pg_dsn, list(in_flight.values()))
         workers[0] = _worker(env, pg_dsn, log)  # a fresh worker in the victim's place
-        _wait(f"all {RUNS} runs finished", lambda: succeeded(RUNS), 120, workers, log)
+        _wait(f"all {RUNS} runs finished", lambda: succeeded(RUNS), 400, workers, log)
     finally:
         for w in workers:
             stop(w)

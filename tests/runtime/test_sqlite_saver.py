@@ -13,6 +13,16 @@ from sop_factory import make_sop
 from sopgraph.graphs.input_schema import InputError
 from sopgraph.runtime import sqlite_saver
 from sopgraph.runtime.runner import Session
+
+# how long a poll waits for what a run does before the asserts judge it: generous, as four test
+# processes share two cores in CI; a poll ends as soon as its condition holds
+POLL_S = 60.0
+
+
+async def _until(condition, timeout: float = POLL_S) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
 from sopgraph.runtime.sqlite_saver import (
     HOLD_S,
     NULL_TASK_ID,
@@ -198,10 +208,7 @@ async def test_a_run_commits_a_finished_branch_while_its_sibling_runs(
 
     async with Session(root, checkpoint=str(path), mcp=False, journal=journal) as s:
         run = asyncio.create_task(s.run({"type": "alarm"}, thread_id="t1"))
-        for _ in range(500):  # until quick's result is on file (or 5 s)
-            if quick_on_file():
-                break
-            await asyncio.sleep(0.01)
+        await _until(quick_on_file)  # quick's result is on file
         assert s.graph.checkpointer.in_flight == {"t1": 1}  # slow
         assert quick_on_file()
         if journal:  # first and quick, each at its superstep; no checkpoint yet
@@ -248,10 +255,7 @@ async def test_a_stopped_resume_is_continued_from_the_journal(tmp_path, monkeypa
         stopped = asyncio.create_task(
             first.resume("t1", "approve", interrupt_id=gate, approver="ann")
         )
-        for _ in range(500):  # until the action ran and its result is on file (or 5 s)
-            if marker.exists() and any(t == "act" for _, t in _journaled(path)):
-                break
-            await asyncio.sleep(0.01)
+        await _until(lambda: marker.exists() and any(t == "act" for _, t in _journaled(path)))
         assert marker.read_text() == "x"
         async with Session(root, checkpoint=path, mcp=False) as second:
             with pytest.raises(InputError, match="already answered"):

@@ -177,7 +177,7 @@ def test_the_page_shows_the_sentence_with_its_node(drafts: dict[str, Path], tmp_
     folder = _copy(drafts["service"], tmp_path)
     with console(tmp_path, folder, drafts["intake"]) as (url, pages):
         assert pages == [f"{url}/drafts/service", f"{url}/drafts/intake"]
-        with httpx.Client(base_url=url) as client:
+        with httpx.Client(base_url=url, timeout=60.0) as client:
             assert client.get("/drafts/service").headers["location"].startswith("/login?next=")
             page = client.get("/drafts/service", headers=BEARER)
             assert page.status_code == 200
