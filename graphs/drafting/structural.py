@@ -65,7 +65,7 @@ def stems(text: str) -> set[str]:
     return {stem(w) for w in words if w not in _STOP and len(w) > 1}
 
 
-def _split(text: str) -> tuple[str, str]:
+def split_condition(text: str) -> tuple[str, str]:
     """A conditional sentence's condition and consequence: cut at its first comma, colon or
     ``then``; a sentence with no cut is all condition."""
     m = re.search(r",|:|;|\bthen\b", text)
@@ -123,7 +123,7 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
         if m := _OTHERWISE.match(text):  # "Otherwise[,] X": no condition of its own
             cond[s.number], does[s.number] = set(), stems(text[m.end() :])
         elif conditional:
-            c, rest = _split(text)
+            c, rest = split_condition(text)
             cond[s.number], does[s.number] = stems(c), stems(rest)
         else:
             does[s.number] = stems(text)
@@ -135,7 +135,7 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
         elif conditional:
             p, sibling = _conditional_parent(s, earlier, cond, does, parent, nested, weights)
             parent[s.number] = p
-            when[s.number] = _branch(cond_text=_split(text)[0], sibling=sibling, when=when,
+            when[s.number] = _branch(cond_text=split_condition(text)[0], sibling=sibling, when=when,
                                      free=branches.get(p, {}))  # fmt: skip
         else:
             parent[s.number] = _plain_parent(s, earlier, does, nested, weights)
@@ -215,7 +215,7 @@ def _plain_parent(
     if not earlier:
         return None
     if _AFTER.match(s.text):
-        head = stems(_split(s.text)[0])
+        head = stems(split_condition(s.text)[0])
         scored = [(weights.overlap(head, does[t.number]), i) for i, t in enumerate(earlier)]
         got, i = max(scored)
         if got > 0:

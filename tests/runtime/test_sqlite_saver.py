@@ -13,6 +13,13 @@ from sop_factory import make_sop
 from sopgraph.graphs.input_schema import InputError
 from sopgraph.runtime import sqlite_saver
 from sopgraph.runtime.runner import Session
+from sopgraph.runtime.sqlite_saver import (
+    HOLD_S,
+    NULL_TASK_ID,
+    STEP_END_S,
+    open_sqlite_saver,
+    superseded,
+)
 
 # how long a poll waits for what a run does before the asserts judge it: generous, as four test
 # processes share two cores in CI; a poll ends as soon as its condition holds
@@ -23,13 +30,7 @@ async def _until(condition, timeout: float = POLL_S) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not condition() and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.01)
-from sopgraph.runtime.sqlite_saver import (
-    HOLD_S,
-    NULL_TASK_ID,
-    STEP_END_S,
-    open_sqlite_saver,
-    superseded,
-)
+
 
 TASK = "00000000-0000-0000-0000-000000000001"
 OTHER = "00000000-0000-0000-0000-000000000002"

@@ -230,7 +230,10 @@ def test_an_approval_over_a_bearer_header_records_the_tokens_identity(
 
 
 def test_a_reject_console_approves_nothing(world: dict[str, Path]) -> None:
-    with console(world, "--approval", "reject") as url, httpx.Client(base_url=url, timeout=HTTP_S) as client:
+    with (
+        console(world, "--approval", "reject") as url,
+        httpx.Client(base_url=url, timeout=HTTP_S) as client,
+    ):
         auth = {"Authorization": f"Bearer {ALICE_TOKEN}"}
         page = client.get("/runs/wait1", headers=auth).text
         assert "value=approve" not in page and "value=reject" in page
@@ -243,7 +246,10 @@ def test_a_reject_console_approves_nothing(world: dict[str, Path]) -> None:
 
 
 def test_sop_limits_the_console_to_that_sops_runs(world: dict[str, Path]) -> None:
-    with console(world, "--sop", str(world["hostile"])) as url, httpx.Client(base_url=url, timeout=HTTP_S) as c:
+    with (
+        console(world, "--sop", str(world["hostile"])) as url,
+        httpx.Client(base_url=url, timeout=HTTP_S) as c,
+    ):
         auth = {"Authorization": f"Bearer {ALICE_TOKEN}"}
         assert re.findall(r"<tr class=run data-thread='(\w+)'", c.get("/", headers=auth).text) == [
             "evil1"

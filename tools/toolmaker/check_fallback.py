@@ -18,7 +18,9 @@ trail as ``settled``, not a guess); a Check no scale reconciles (a count against
 goes back like one the validator rejects. Where the SOP text states the comparison with a
 parameter in words (``above {x}``, ``at most {x}``, ``{x} or more``: ``graphs.drafting.numbers
 .stated_ops``), a sample comparing its value with that parameter takes the stated operator
-(also kept in ``settled``): the text is the declaration, as for the units.
+(also kept in ``settled``): the text is the declaration, as for the units. Likewise a test of a
+record field's declared value takes the value the node's branches state (``check_polarity``:
+the true branch "if authentication fails, ..." makes it ``equals "failed"``).
 Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
 Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
@@ -52,6 +54,7 @@ from sopgraph.prompts.toolmaker import CheckMakerModule
 from sopgraph.tools.registry import Registry, RegistryError
 from sopgraph.tools.spec import Check, SpecError, trace
 from sopgraph.tools.toolmaker.catalog import Catalog
+from sopgraph.tools.toolmaker.check_polarity import stated_test
 from sopgraph.tools.toolmaker.check_units import implied_scale, unit_problem
 from sopgraph.tools.toolmaker.context import brief_for
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
@@ -253,7 +256,8 @@ class CheckFallback:
                 notes.append(f"op {spec['op']} -> {said}: the text compares with "
                              f"{{{spec['threshold']}}} so")  # fmt: skip
                 spec = {**spec, "op": said}
-            return spec, "; ".join(notes) or None
+            spec, polarity = stated_test(spec, deps.data.records, self.sop, deps.node)
+            return spec, "; ".join([*notes, *([polarity] if polarity else [])]) or None
 
         drawn, spent = await self._drawn(deps.node.id, fmt, texts, check_problem, settle)
         # every distinct MCP call once: candidates often read the same data

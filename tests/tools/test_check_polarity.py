@@ -1,0 +1,89 @@
+"""A record test takes the declared value the node's branches state (check_polarity): the
+branch texts decide which value makes the verdict true, never the order the values are declared
+in, and a branch pair that states nothing (or both) leaves the drawn Check alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from sopgraph.graphs.model import Sop
+from sopgraph.tools.spec import Check
+from sopgraph.tools.toolmaker.check_polarity import stated_test, stated_values
+
+RECORDS = {"desk": {"lookup_badge": {"badge_state": {"type": "string",
+                                                     "enum": ["valid", "expired_card"]}}}}  # fmt: skip
+
+
+def _sop(yes: str, no: str) -> Sop:
+    nodes = {
+        "badge": {"kind": "observation", "text": "look up the visitor's badge",
+                  "next": {"true": ["a"], "false": ["b"]}},
+        "a": {"kind": "root_cause", "text": yes},
+        "b": {"kind": "root_cause", "text": no},
+    }  # fmt: skip
+    return Sop.model_validate({"id": "s", "entry": {"visit": ["badge"]}, "nodes": nodes})
+
+
+def _check(equals: str, op: str = ">", threshold: float = 0) -> dict:
+    return {
+        "value": "a",
+        "measures": {"a": {"server": "desk", "tool": "lookup_badge", "args": {"id": "$id"},
+                           "field": "badge_state", "equals": equals}},
+        "scale": 1, "op": op, "threshold": threshold,
+    }  # fmt: skip
+
+
+def test_the_value_the_true_branch_states_is_the_one_tested():
+    sop = _sop("If the card is expired, send the visitor to reception.",
+               "When the badge is valid, open the gate.")  # fmt: skip
+    fixed, note = stated_test(_check("valid"), RECORDS, sop, sop.nodes["badge"])
+    assert fixed["measures"]["a"]["equals"] == "expired_card"
+    assert (fixed["op"], fixed["threshold"]) == (">", 0)
+    assert note is not None and "expired_card" in note and "true branch" in note
+    Check.model_validate(fixed)  # still a valid Check
+
+
+def test_a_check_that_already_agrees_is_left_as_drawn():
+    sop = _sop("If the card is expired, stop.", "When the badge is valid, open the gate.")
+    # the same verdicts written the other way round: true when the badge is not valid
+    for drawn in (_check("expired_card"), _check("valid", "<", 1)):
+        assert stated_test(drawn, RECORDS, sop, sop.nodes["badge"]) == (drawn, None)
+
+
+def test_only_the_false_branch_stating_a_value_makes_the_test_a_negation():
+    sop = _sop("Otherwise send the visitor to reception.", "If the badge is valid, open the gate.")
+    fixed, note = stated_test(_check("valid"), RECORDS, sop, sop.nodes["badge"])
+    assert fixed["measures"]["a"]["equals"] == "valid"
+    assert (fixed["op"], fixed["threshold"]) == ("<", 1)
+    assert "false branch" in note
+
+
+@pytest.mark.parametrize(
+    "yes, no",
+    [
+        ("If the badge is valid, open.", "If the badge is valid and late, wait."),  # both state it
+        ("If the visitor is known, open.", "Otherwise wait."),  # neither states a value
+        ("If the badge is valid or the card expired, open.", "Otherwise wait."),  # two values
+    ],
+)
+def test_branches_that_do_not_single_out_a_value_say_nothing(yes, no):
+    sop = _sop(yes, no)
+    drawn = _check("valid")
+    assert stated_test(drawn, RECORDS, sop, sop.nodes["badge"]) == (drawn, None)
+
+
+def test_only_the_condition_clause_counts_and_words_are_stemmed():
+    # "expired" after the comma is the consequence, not the condition
+    texts = ["If the badge is valid, tell them cards expire yearly."]
+    assert stated_values(["valid", "expired_card"], texts) == ["valid"]
+    assert stated_values(["expired_card"], ["when the cards expired, stop"]) == ["expired_card"]
+    assert stated_values(["none"], ["if there is none, stop"]) == []  # no word to find
+
+
+def test_a_field_with_no_declared_values_or_a_formula_is_not_touched():
+    sop = _sop("If the card is expired, stop.", "When the badge is valid, open.")
+    untyped = {"desk": {"lookup_badge": {"badge_state": {"type": "string"}}}}
+    drawn = _check("valid")
+    assert stated_test(drawn, untyped, sop, sop.nodes["badge"]) == (drawn, None)
+    formula = {**drawn, "value": "a + a"}
+    assert stated_test(formula, RECORDS, sop, sop.nodes["badge"]) == (formula, None)

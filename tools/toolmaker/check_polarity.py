@@ -1,0 +1,97 @@
+"""Which declared value a record test must find for the verdict to be true: read from the texts
+of the node's branches, never from names or labels.
+
+A typed record tool declares a field's values (``authentication_status: success | failed``) and
+a sampled Check tests the field for one of them (``equals``). Which one makes the verdict true
+is the part a small model gets wrong: it takes the first declared value whatever the procedure
+says. The procedure says it in the branches. A drafted or imported SOP's ``true`` branch is the
+sentence "if account authentication fails, ...", its ``false`` branch "else if ... is
+successful, ...": a value is *stated* by a branch when every word of it (stemmed as the drafter
+stems) is in the branch's condition clause (the text before its first comma, colon or
+``then``). When exactly one declared value is stated by the true branch and not by the false
+one, a Check whose test gives the other verdict for it (or the true verdict for a value the false
+branch states) is set to test that value: ``equals`` it, ``> 0``. When the true branch states
+none and the false branch exactly one, the Check is set to be true when the field is not that
+value (``< 1``). Anything else (two values stated, none, a test of a field with no declared
+values, a formula) says nothing and the Check stays as drawn.
+
+Example:
+    >>> declared = ["success", "failed"]
+    >>> stated_values(declared, ["if account authentication fails, advise the customer"])
+    ['failed']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sopgraph.graphs.drafting.structural import split_condition, stems
+from sopgraph.graphs.model import Node, Sop
+from sopgraph.tools.spec.measures import OPS
+
+
+def stated_values(declared: list[Any], texts: list[str]) -> list[Any]:
+    """The declared values every word of which is in one of the texts' condition clauses."""
+    heads = [stems(split_condition(t)[0]) for t in texts]
+    out = []
+    for value in declared:
+        words = stems(str(value).replace("_", " "))
+        if words and any(words <= head for head in heads):
+            out.append(value)
+    return out
+
+
+def _branch_texts(sop: Sop, node: Node, branch: str) -> list[str]:
+    return [sop.nodes[c].text for c in getattr(node.next, branch) if c in sop.nodes]
+
+
+def _verdicts(spec: dict[str, Any], test: dict[str, Any], values: list[Any]) -> dict[Any, bool]:
+    """The verdict the Check gives for each value of the tested field."""
+    out = {}
+    for v in values:
+        hit = v == test["equals"] if "equals" in test else v in (test.get("one_of") or ())
+        out[v] = OPS[spec["op"]](float(hit) * spec.get("scale", 1), spec["threshold"])
+    return out
+
+
+def stated_test(
+    spec: dict[str, Any], records: dict[str, dict[str, dict[str, dict[str, Any]]]],
+    sop: Sop, node: Node,
+) -> tuple[dict[str, Any], str | None]:  # fmt: skip
+    """The Check set to test the value the node's branches state (and the note saying so), or
+    the Check as it was and None."""
+    measures = spec.get("measures") or {}
+    test = measures.get(str(spec.get("value", "")).strip())
+    if (
+        not isinstance(test, dict)
+        or not ({"equals", "one_of"} & test.keys())
+        or spec.get("op") not in OPS
+        or isinstance(spec.get("threshold"), str)
+    ):
+        return spec, None
+    fields = records.get(str(test.get("server")), {}).get(str(test.get("tool")), {})
+    declared = list((fields.get(str(test.get("field"))) or {}).get("enum") or [])
+    if len(declared) < 2:
+        return spec, None
+    yes = stated_values(declared, _branch_texts(sop, node, "true"))
+    no = stated_values(declared, _branch_texts(sop, node, "false"))
+    verdicts = _verdicts(spec, test, declared)
+    if len(yes) == 1 and yes[0] not in no:
+        want, op, said = yes[0], ">", f"the true branch states {yes[0]!r}"
+        if verdicts[want] and not any(verdicts[v] for v in no):
+            return spec, None
+    elif not yes and len(no) == 1:
+        want, op, said = no[0], "<", f"the false branch states {no[0]!r}"
+        if not verdicts[want] and all(verdicts[v] for v in declared if v != want):
+            return spec, None
+    else:
+        return spec, None
+    fixed = {k: v for k, v in test.items() if k != "one_of"} | {"equals": want}
+    name = str(spec["value"]).strip()
+    threshold = 0 if op == ">" else 1
+    note = f"{name}: equals {want!r}, {op} {threshold}: {said} ({node.id})"
+    return (
+        {**spec, "measures": {**measures, name: fixed}, "scale": 1, "op": op,
+         "threshold": threshold},
+        note,
+    )  # fmt: skip
