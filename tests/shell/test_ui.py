@@ -56,12 +56,12 @@ def _ok(proc: subprocess.CompletedProcess) -> str:
     return proc.stdout
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> dict[str, Path]:
-    """A home with a paused run (``wait1``), a finished one whose tool wrote hostile text
-    (``evil1``), and a tokens file of two identities (one a sha256 digest)."""
+@pytest.fixture(scope="module")
+def _made_world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The runs are made once a module (two ``sopgraph run`` processes); each test gets a copy."""
     import hashlib
 
+    tmp_path = tmp_path_factory.mktemp("ui_world")
     home = tmp_path / "home"
     gated = make_sop(tmp_path / "gated", GATED, {"check": CHECK})
     hostile = make_sop(tmp_path / "hostile", {**GATED, "id": "hostile"}, {"check": HOSTILE})
@@ -73,6 +73,16 @@ def world(tmp_path: Path) -> dict[str, Path]:
     tokens.write_text(f"# who  token\n{ALICE} {ALICE_TOKEN}\nbob sha256:{digest}\n")
     tokens.chmod(0o600)
     return {"home": home, "gated": gated, "hostile": hostile, "tokens": tokens}
+
+
+@pytest.fixture
+def world(_made_world: dict[str, Path], tmp_path: Path) -> dict[str, Path]:
+    """A home with a paused run (``wait1``), a finished one whose tool wrote hostile text
+    (``evil1``), and a tokens file of two identities (one a sha256 digest): this test's own copy
+    of the home, so what it answers stays its own."""
+    home = tmp_path / "home"
+    shutil.copytree(_made_world["home"], home)
+    return {**_made_world, "home": home}
 
 
 @contextmanager
