@@ -186,6 +186,12 @@ class _Node:
         self.rows: dict[str, list[dict]] = {"train": [], "eval": []}
         self.flips = {s: dict.fromkeys(self.convs, 0) for s in self.rows}
         self.scanned = {s: 0 for s in self.rows}
+        self.labels = {s: {"true": 0, "false": 0} for s in self.rows}  # rows by expected value
+
+    def add(self, split: str, row: dict) -> None:
+        self.rows[split].append(row)
+        if row["expected"] in self.labels[split]:
+            self.labels[split][row["expected"]] += 1
 
     def open_flips(self, split: str) -> list[str]:
         return [c for c, n in self.flips[split].items() if n < FLIPS + 1]
@@ -252,9 +258,7 @@ def build_cases(
             general = st.scanned[split] < scan
             minority = None
             if not general and balanced[split] < scan * 4:
-                counts = {
-                    v: sum(r["expected"] == v for r in st.rows[split]) for v in ("true", "false")
-                }
+                counts = dict(st.labels[split])
                 low = min(counts, key=counts.get)
                 minority = low if counts[low] < PER_SPLIT // 2 - NO_DATA else None
             if minority:
@@ -266,7 +270,7 @@ def build_cases(
                 t = labeler.label(node.id, q, params_of[site])
                 if t.value != minority or (t.margin is not None and t.margin < TIE_EPS):
                     continue
-                st.rows[split].append(_row(node.id, etype, q, t, []))
+                st.add(split, _row(node.id, etype, q, t, []))
                 continue
             if not general:
                 if hunted >= hunt or not any(st.open_flips(s) for s in st.rows):
@@ -304,7 +308,7 @@ def build_cases(
                 tags.append("aligned")
             if _zero_denominator(t):
                 tags.append("zero_denominator")
-            st.rows[split].append(_row(node.id, etype, q, t, tags))
+            st.add(split, _row(node.id, etype, q, t, tags))
         chosen: list[dict] = []
         for split in ("train", "eval"):
             chosen += _choose(st, st.rows[split], labeler, params_of, split)
