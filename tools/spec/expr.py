@@ -25,7 +25,9 @@ _FUNCS = {"max": max, "min": min, "abs": abs}
 LIMIT = 200  # characters: a value is a short formula, not a program
 
 
-@functools.lru_cache(maxsize=4096)  # a search runs a few formulas on many inputs; trees are never changed
+@functools.lru_cache(
+    maxsize=4096
+)  # a search runs a few formulas on many inputs; trees are never changed
 def _parse(text: str) -> ast.expr:
     if len(text) > LIMIT:
         raise SpecError(f"value: longer than {LIMIT} characters")
