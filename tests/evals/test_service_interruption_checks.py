@@ -145,3 +145,32 @@ def test_the_live_fallback_run_replays(sop_dir, tmp_path):
     assert out["per_node"] == live["per_node"] and out["tokens"] == live["tokens"]
     got = [(c["node"], c["input"]["case_id"], c["fallback"]) for c in out["cases"]]
     assert got == [(c["node"], c["input"]["case_id"], c["fallback"]) for c in live["cases"]]
+
+
+async def test_a_label_free_make_tests_the_value_the_branches_state(sop_dir):
+    """With no label to say which declared value makes the verdict true, samples that all test
+    the first one (the 1.5B model's habit, measured on the fallback) would vote themselves
+    right; each is set to the value the true branch states ("if account authentication
+    fails"), so the kept Check passes the held-out cases it would otherwise all fail."""
+    from dspy.utils import DummyLM
+
+    from sopgraph.evals.toolmaker_eval import node_cases, spec_deps
+    from sopgraph.tools.toolmaker.sampling import make_spec_tool, score_spec_heldout
+
+    node = "authenticate_customer"
+    wrong = {
+        "value": "a",
+        "measures": {"a": {"server": "customer_service", "tool": node,
+                           "args": {"case_id": "$case_id"}, "field": "authentication_status",
+                           "equals": "success"}},
+        "scale": 1, "op": ">", "threshold": 0, "missing": "no_data",
+    }  # fmt: skip
+    lm = DummyLM([{"spec": wrong}] * 3)
+    async with MakeSession(sop_dir, lm=lm, judge_lm=None, model="fake") as session:
+        deps = await spec_deps(session, node, demos_from="none", program=None)
+        train = node_cases(sop_dir / "cases", node, "train")
+        held_out = node_cases(sop_dir / "cases", node, "eval")
+        record = await make_spec_tool(deps, train, config="sop", samples=3, label_free=True)
+        assert record.best.candidate.spec["measures"]["a"]["equals"] == "failed"
+        assert all("true branch states 'failed'" in s.settled for s in record.rounds[0].samples)
+        assert (await score_spec_heldout(deps, record, held_out)).eval_pass == 1.0

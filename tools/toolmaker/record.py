@@ -121,6 +121,7 @@ class Sample(BaseModel):
     cases: int = 0
     problem: str | None = None  # unparsable, rejected by validation, or raised on every case
     duplicate_of: int | None = None  # the same spec as an earlier sample (not run again)
+    settled: str | None = None  # label-free: the test value the node's branches state, set
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0

@@ -14,7 +14,10 @@ Every sample, its score, the search's steps and the diagnosis are kept in the ma
 Label-free (``label_free``, the paper's appendix C by votes alone): the training cases come
 without labels; round 0's model samples vote on each (a distinct spec weighs as many samples
 as gave it), the majority verdict becomes the case's pseudo-label, and everything after is the
-same, against the pseudo-labels: choice, convention search, diagnosis.
+same, against the pseudo-labels: choice, convention search, diagnosis. Votes cannot say which
+declared value of a record field makes the verdict true (samples that all test the wrong one
+agree), so each sample's test takes the value the node's branches state
+(``check_polarity.stated_test``, kept in the sample's ``settled``), as the fallback's do.
 
 Example:
     >>> record = await make_spec_tool(deps, train, config="sop+d+r", samples=8)  # doctest: +SKIP
@@ -37,6 +40,7 @@ import dspy
 from sopgraph.graphs.model import Node, Sop
 from sopgraph.prompts.adapter import dspy_context_with
 from sopgraph.prompts.toolmaker import CheckMakerModule
+from sopgraph.tools.toolmaker.check_polarity import stated_test
 from sopgraph.tools.toolmaker.context import NodeBrief, check_text
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import Demo, canonical, render
@@ -204,6 +208,9 @@ async def make_spec_tool(
             spec, problem, usage = await sample_spec(module, deps.lm, fmt, cfg, texts)
             sample = Sample(index=i, spec=spec, problem=problem, input_tokens=usage.input_tokens,
                             output_tokens=usage.output_tokens)  # fmt: skip
+            if label_free and spec is not None:  # no label can say which value is true: the text
+                spec, sample.settled = stated_test(spec, deps.data.records, deps.sop, deps.node)
+                sample.spec = spec
             rnd.input_tokens += usage.input_tokens
             rnd.output_tokens += usage.output_tokens
             if spec is not None:
