@@ -21,8 +21,8 @@ from sopgraph.runtime.sqlite_saver import (
     superseded,
 )
 
-# how long a poll waits for what a run does before the asserts judge it: generous, as four test
-# processes share two cores in CI; a poll ends as soon as its condition holds
+# how long a poll waits for what a run does before the asserts judge it: generous, as the test
+# workers share two cores in CI with the servers they start; a poll ends when its condition holds
 POLL_S = 60.0
 
 

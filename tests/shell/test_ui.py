@@ -33,7 +33,7 @@ HOSTILE = (
     "src=x onerror=alert(2)>\", explanation='evil\\u202etxt.exe\\x1b[2J')"
 )
 ALARM = '{"type": "alarm"}'
-# a request's time limit: generous, as four test processes share two cores in CI
+# a request's time limit: generous, as the test workers share two cores in CI with their servers
 HTTP_S = 60.0
 ALICE = "alice@example.com"
 ALICE_TOKEN = "a" * 8 + "-alice-token-" + "z" * 24
