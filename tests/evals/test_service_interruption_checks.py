@@ -117,14 +117,18 @@ def _replay(tape: str, argv: list[str], home: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_the_live_cold_toolmaker_run_replays_to_its_published_rows(sop_dir, tmp_path):
-    """evals/model_results/toolmaker_service_interruption_cold.json: the same samples chosen
-    by the same execution, row for row."""
-    live = json.loads((RESULTS / "toolmaker_service_interruption_cold.json").read_text())
+@pytest.mark.parametrize(
+    "run, flags, config",
+    [("cold", [], "sop+d+r cold"), ("label_free", ["--label-free"], "sop+d+r cold label-free")],
+)
+def test_a_live_toolmaker_run_replays_to_its_published_rows(sop_dir, tmp_path, run, flags, config):
+    """evals/model_results/toolmaker_service_interruption_{cold,label_free}.json: the same
+    samples chosen by the same execution (label-free: by the same votes), row for row."""
+    live = json.loads((RESULTS / f"toolmaker_service_interruption_{run}.json").read_text())
     out = _replay(
-        "toolmaker_service_interruption_cold.jsonl",
+        f"toolmaker_service_interruption_{run}.jsonl",
         ["eval", "toolmaker", str(sop_dir), "--cases", str(sop_dir / "cases"),
-         "--nodes", ",".join(NODES), "--configs", "sop+d+r", "--no-enumeration",
+         "--nodes", ",".join(NODES), "--configs", "sop+d+r", "--no-enumeration", *flags,
          "--demos", str(ROOT / "examples" / "fc_alarm_triage"), "--out", str(tmp_path / "out")],
         tmp_path / "home",
     )  # fmt: skip
@@ -132,8 +136,7 @@ def test_the_live_cold_toolmaker_run_replays_to_its_published_rows(sop_dir, tmp_
     same = ("node", "config", "passed", "eval_pass", "train_pass", "tokens", "spec")
     got = [{k: r.get(k) for k in same} for r in out["rows"]]
     assert got == [{k: r.get(k) for k in same} for r in live["rows"]]
-    cold = out["configs"]["sop+d+r cold"]
-    assert cold["nodes_passed"] == live["configs"]["sop+d+r cold"]["nodes_passed"]
+    assert out["configs"][config]["nodes_passed"] == live["configs"][config]["nodes_passed"]
 
 
 @pytest.mark.slow
