@@ -258,7 +258,7 @@ def build_cases(
             general = st.scanned[split] < scan
             minority = None
             if not general and balanced[split] < scan * 4:
-                counts = dict(st.labels[split])
+                counts = st.labels[split]
                 low = min(counts, key=counts.get)
                 minority = low if counts[low] < PER_SPLIT // 2 - NO_DATA else None
             if minority:

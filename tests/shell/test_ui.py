@@ -33,8 +33,6 @@ HOSTILE = (
     "src=x onerror=alert(2)>\", explanation='evil\\u202etxt.exe\\x1b[2J')"
 )
 ALARM = '{"type": "alarm"}'
-# a request's time limit: generous, as the test workers share two cores in CI with their servers
-HTTP_S = 60.0
 ALICE = "alice@example.com"
 ALICE_TOKEN = "a" * 8 + "-alice-token-" + "z" * 24
 BOB_TOKEN = "bob-token-" + "q" * 30
@@ -108,6 +106,12 @@ def console(world: dict[str, Path], *extra: str) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
+def _client(url: str) -> httpx.Client:
+    """A client of the console; its requests' time limit is generous, as the test workers share
+    two cores in CI with the servers they start."""
+    return httpx.Client(base_url=url, timeout=60.0)
+
+
 def _login(client: httpx.Client, token: str) -> httpx.Response:
     return client.post("/login", data={"token": token, "next": "/"})
 
@@ -129,7 +133,7 @@ def _run(world: dict[str, Path], thread: str) -> dict:
 
 
 def test_the_console_lets_no_one_in_without_a_token(world: dict[str, Path]) -> None:
-    with console(world) as url, httpx.Client(base_url=url, timeout=HTTP_S) as client:
+    with console(world) as url, _client(url) as client:
         page = client.get("/runs/wait1")
         assert page.status_code == 303 and page.headers["location"] == "/login?next=%2Fruns%2Fwait1"
         assert client.get("/", headers={"Authorization": "Bearer " + "x" * 40}).status_code == 303
@@ -147,7 +151,7 @@ def test_the_console_lets_no_one_in_without_a_token(world: dict[str, Path]) -> N
 def test_a_logged_in_page_lists_the_runs_and_draws_a_run_with_its_verdicts(
     world: dict[str, Path],
 ) -> None:
-    with console(world) as url, httpx.Client(base_url=url, timeout=HTTP_S) as client:
+    with console(world) as url, _client(url) as client:
         login = _login(client, BOB_TOKEN)  # a token listed by its sha256 digest
         assert login.status_code == 303
         cookie = login.headers["set-cookie"]
@@ -176,7 +180,7 @@ def test_a_logged_in_page_lists_the_runs_and_draws_a_run_with_its_verdicts(
 
 
 def test_values_from_tools_are_escaped(world: dict[str, Path]) -> None:
-    with console(world) as url, httpx.Client(base_url=url, timeout=HTTP_S) as client:
+    with console(world) as url, _client(url) as client:
         _login(client, ALICE_TOKEN)
         page = client.get("/runs/evil1").text
         assert "<script>" not in page and "<img" not in page and "\u202e" not in page
@@ -189,7 +193,7 @@ def test_values_from_tools_are_escaped(world: dict[str, Path]) -> None:
 def test_a_form_without_the_sessions_csrf_token_or_from_another_site_is_refused(
     world: dict[str, Path],
 ) -> None:
-    with console(world) as url, httpx.Client(base_url=url, timeout=HTTP_S) as client:
+    with console(world) as url, _client(url) as client:
         _login(client, ALICE_TOKEN)
         page = client.get("/runs/wait1").text
         csrf, gate = _csrf(page), _gate(page)
@@ -219,7 +223,7 @@ def test_a_form_without_the_sessions_csrf_token_or_from_another_site_is_refused(
 def test_an_approval_over_a_bearer_header_records_the_tokens_identity(
     world: dict[str, Path],
 ) -> None:
-    with console(world) as url, httpx.Client(base_url=url, timeout=HTTP_S) as client:
+    with console(world) as url, _client(url) as client:
         auth = {"Authorization": f"Bearer {ALICE_TOKEN}"}
         gate = _gate(client.get("/runs/wait1", headers=auth).text)
         unnamed = client.post("/runs/wait1/decision", data={"decision": "approve"}, headers=auth)
@@ -242,7 +246,7 @@ def test_an_approval_over_a_bearer_header_records_the_tokens_identity(
 def test_a_reject_console_approves_nothing(world: dict[str, Path]) -> None:
     with (
         console(world, "--approval", "reject") as url,
-        httpx.Client(base_url=url, timeout=HTTP_S) as client,
+        _client(url) as client,
     ):
         auth = {"Authorization": f"Bearer {ALICE_TOKEN}"}
         page = client.get("/runs/wait1", headers=auth).text
@@ -258,7 +262,7 @@ def test_a_reject_console_approves_nothing(world: dict[str, Path]) -> None:
 def test_sop_limits_the_console_to_that_sops_runs(world: dict[str, Path]) -> None:
     with (
         console(world, "--sop", str(world["hostile"])) as url,
-        httpx.Client(base_url=url, timeout=HTTP_S) as c,
+        _client(url) as c,
     ):
         auth = {"Authorization": f"Bearer {ALICE_TOKEN}"}
         assert re.findall(r"<tr class=run data-thread='(\w+)'", c.get("/", headers=auth).text) == [

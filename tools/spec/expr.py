@@ -25,9 +25,8 @@ _FUNCS = {"max": max, "min": min, "abs": abs}
 LIMIT = 200  # characters: a value is a short formula, not a program
 
 
-@functools.lru_cache(
-    maxsize=4096
-)  # a search runs a few formulas on many inputs; trees are never changed
+# a search runs a few formulas on many inputs; the trees are never changed, so they are shared
+@functools.lru_cache(maxsize=4096)
 def _parse(text: str) -> ast.expr:
     if len(text) > LIMIT:
         raise SpecError(f"value: longer than {LIMIT} characters")

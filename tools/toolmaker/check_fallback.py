@@ -257,7 +257,7 @@ class CheckFallback:
                              f"{{{spec['threshold']}}} so")  # fmt: skip
                 spec = {**spec, "op": said}
             spec, polarity = stated_test(spec, deps.data.records, self.sop, deps.node)
-            return spec, "; ".join([*notes, *([polarity] if polarity else [])]) or None
+            return spec, "; ".join(n for n in [*notes, polarity] if n) or None
 
         drawn, spent = await self._drawn(deps.node.id, fmt, texts, check_problem, settle)
         # every distinct MCP call once: candidates often read the same data
