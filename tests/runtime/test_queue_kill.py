@@ -79,6 +79,14 @@ def _counts(dsn: str) -> dict[str, int]:
         return dict(rows.fetchall())
 
 
+def _unfinished(dsn: str) -> list[tuple]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT id, status::text, attempts FROM procrastinate_jobs "
+            "WHERE status::text <> 'succeeded' ORDER BY id"
+        ).fetchall()
+
+
 def _stalled(dsn: str) -> dict[int, str]:
     """The running jobs of workers whose heartbeat is a second old: job id -> thread id."""
     with psycopg.connect(dsn) as conn:
@@ -104,12 +112,12 @@ def _saved_nodes(dsn: str, threads: list[str]) -> set[tuple[str, str]]:
     return {(t, node) for t, kind, blob in rows for node in serde.loads_typed((kind, blob))}
 
 
-def _wait(what: str, until, timeout: float, procs: list[subprocess.Popen], log: Path):
+def _wait(what: str, until, timeout: float, procs: list[subprocess.Popen], log: Path, state=str):
     deadline = time.monotonic() + timeout
     while not (found := until()):
         dead = [p.returncode for p in procs if p.poll() is not None]
         assert not dead, f"a worker exited ({dead}) before {what}:\n{log.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"timed out before {what}"
+        assert time.monotonic() < deadline, f"timed out before {what}; {state()}"
         time.sleep(0.05)
     return found
 
@@ -157,7 +165,8 @@ def test_a_worker_killed_mid_batch_loses_no_run_and_repeats_no_saved_node(
         # what the store held of those runs when their worker died: never to be run again
         saved = _saved_nodes(pg_dsn, list(in_flight.values()))
         workers[0] = _worker(env, pg_dsn, log)  # a fresh worker in the victim's place
-        _wait(f"all {RUNS} runs finished", lambda: succeeded(RUNS), 400, workers, log)
+        _wait(f"all {RUNS} runs finished", lambda: succeeded(RUNS), 400, workers, log,
+              lambda: f"unfinished jobs (id, status, attempts): {_unfinished(pg_dsn)}")  # fmt: skip
     finally:
         for w in workers:
             stop(w)
