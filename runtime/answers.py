@@ -33,6 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sopgraph.runtime.checkpointers import schema_lock
+
 # a claim made on another host is taken over after this long without finishing (seconds);
 # on this host a claim is taken over as soon as its process is gone
 LEASE_S = float(os.environ.get("SOPGRAPH_CLAIM_LEASE_S", "900"))
@@ -273,15 +275,9 @@ class PostgresAnswers(AnswerBook):
 
         conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
         book = cls(conn)
-        async with book.lock:
-            # concurrent first sessions may race on CREATE TABLE IF NOT EXISTS (pg_type
-            # unique violation); an advisory lock orders them
-            await conn.execute("SELECT pg_advisory_lock(7305112)")
-            try:
-                for statement in filter(str.strip, SQL.split(";")):
-                    await conn.execute(statement)
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(7305112)")
+        async with book.lock, schema_lock(conn):
+            for statement in filter(str.strip, SQL.split(";")):
+                await conn.execute(statement)
         return book
 
     async def _fetch(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:

@@ -3,8 +3,9 @@ them up: which ones track their nodes and journal them, and when invocation rows
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
-from contextlib import nullcontext
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,10 @@ if TYPE_CHECKING:
     from sopgraph.tools.invocation_log import InvocationLog
 
 LOG_HOLD_S = 0.1  # in-memory runs: the longest an invocation row waits for its group commit
+# held while a session creates its tables in Postgres: sessions opening at once (queue workers
+# starting together) would otherwise race on LangGraph's migration rows or on pg_type
+SCHEMA_LOCK = 7305112
+SCHEMA_POLL_S = 0.05  # how often a session waiting for it tries again
 
 
 def open_checkpointer(spec: str | Path):
@@ -32,13 +37,36 @@ def open_checkpointer(spec: str | Path):
     return open_sqlite_saver(str(path))
 
 
+@asynccontextmanager
+async def schema_lock(conn: Any):
+    """Hold ``SCHEMA_LOCK`` on the autocommit Postgres connection ``conn`` for the block: one
+    session at a time creates its tables (``IF NOT EXISTS`` does not order two at once).
+
+    Waiting is polling, not a blocking ``pg_advisory_lock``: a statement blocked on the lock
+    is an open transaction, which the holder's ``CREATE INDEX CONCURRENTLY`` (a LangGraph
+    migration) waits for: a deadlock."""
+    from psycopg.rows import tuple_row
+
+    while True:
+        async with conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute("SELECT pg_try_advisory_lock(%s)", (SCHEMA_LOCK,))
+            if (await cur.fetchone())[0]:
+                break
+        await asyncio.sleep(SCHEMA_POLL_S)
+    try:
+        yield
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
+
+
 class _postgres:
     def __init__(self, cls: Any, dsn: str):
         self.cm = cls.from_conn_string(dsn)
 
     async def __aenter__(self):
         saver = await self.cm.__aenter__()
-        await saver.setup()
+        async with schema_lock(saver.conn):
+            await saver.setup()
         return saver
 
     async def __aexit__(self, *exc: object):
