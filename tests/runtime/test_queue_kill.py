@@ -150,7 +150,9 @@ def test_a_worker_killed_mid_batch_loses_no_run_and_repeats_no_saved_node(
     try:
 
         def succeeded(at_least: int) -> bool:
-            return _counts(pg_dsn).get("succeeded", 0) >= at_least
+            counts = _counts(pg_dsn)  # a failed run is never retried: say so at once
+            assert not counts.get("failed"), f"{_unfinished(pg_dsn)}\n{log.read_text()[-3000:]}"
+            return counts.get("succeeded", 0) >= at_least
 
         victim = workers[0]
         # mid-batch, with the victim inside runs: its tools have finished nodes already
