@@ -132,7 +132,7 @@ async def test_prometheus_down_at_start_and_mid_run_is_one_line(world, stack, tm
 async def test_the_llm_free_tool_maker_reads_the_real_servers_catalog(world, stack, tmp_path):
     """The search's catalog comes from prometheus-mcp-server's own listing and its candidates
     run on Prometheus and PostgreSQL: the same specs found, the same held-out verdicts, as on
-    the simulated servers (two PromQL nodes and one SQL node of the tool-maker's node set)."""
+    the simulated servers (a PromQL node and a SQL node of the tool-maker's node set)."""
     from sopgraph.evals.world_real_toolmaker import make_on, side_by_side
     from sopgraph.tools.toolmaker.catalog import Catalog
     from sopgraph.tools.toolmaker.data_catalog import DataCatalog
@@ -143,7 +143,7 @@ async def test_the_llm_free_tool_maker_reads_the_real_servers_catalog(world, sta
     assert "camera_read_fail_pct" in data.metrics["robotics"]
     assert "sorter_jam_events_total" in data.tables["conveyance"]["conveyance_5m"]
     assert data.time_columns("conveyance_5m") == ["five_minute_interval"]
-    nodes = ["obs_station_idle", "obs_label_fail_high", "obs_sorter_jams"]
+    nodes = ["obs_station_idle", "obs_sorter_jams"]
     rows = {
         "simulated": await make_on(TRIAGE_SOP, world.cases, nodes, [], None, tmp_path / "sim"),
         "real": await make_on(real_dir, world.cases, nodes, [], None, tmp_path / "real"),

@@ -1,8 +1,8 @@
 """Concurrent approvals of one gated action (issue 53, finding 1): 2 and 10 answers at once,
 through warm sessions in separate processes, ``sopgraph resume`` processes, two HTTP MCP servers,
-two consoles, and a mix of them, on SQLite and on Postgres. Each repetition pauses a new run;
-the action's tool appends a line each time it executes. The action executes exactly once every
-time, exactly one answer wins, and the answer log lists every answer
+two consoles, and a mix of them, on SQLite; the sessions and the mix on Postgres. Each
+repetition pauses a new run; the action's tool appends a line each time it executes. The action
+executes exactly once every time, exactly one answer wins, and the answer log lists every answer
 (``sopgraph.evals.approval_races``; ``python -m sopgraph.evals.approval_races --reps 50`` is
 the 50-repetition run docs/security.md reports, for every front).
 
@@ -24,7 +24,7 @@ RACERS = (2, 10)
 # repetitions here, by front, kept small so make test stays under its 30 minutes: each
 # repetition is a fresh race with every racer started anew, and a CLI racer is a process
 # start-up (about a second on this machine). The 50-repetition figures come from the eval.
-REPS = {"session": 10, "mcp": 3, "console": 3, "mix": 2, "cli": 1}
+REPS = {"session": 5, "mcp": 3, "console": 3, "mix": 1, "cli": 1}
 
 
 def _race(world: World, front: str) -> None:
@@ -41,9 +41,12 @@ def test_concurrent_approvals_on_sqlite_execute_the_action_once(tmp_path: Path, 
     _race(World(tmp_path, str(tmp_path / "checkpoints.sqlite")), front)
 
 
+# On Postgres the fronts race through the same claim as on SQLite but in the store's own
+# statements: the warm sessions alone, then the mix, whose racers are sessions, `sopgraph
+# resume` processes, MCP servers and consoles at once (each front alone: the eval's run).
 @pytest.mark.slow
 @pytest.mark.postgres
-@pytest.mark.parametrize("front", ["session", "mcp", "console", "mix", "cli"])
+@pytest.mark.parametrize("front", ["session", "mix"])
 def test_concurrent_approvals_on_postgres_execute_the_action_once(
     tmp_path: Path,
     pg_dsn: str,  # noqa: F811

@@ -2,7 +2,9 @@
 virtual environment outside the checkout, then a new user's first commands from an empty
 folder, exactly as ``sopgraph init`` prints them, with no file edited by hand. The extras stay
 out: DSPy, langchain-aws, pandas and psycopg are not even importable there, and a command that
-needs one says which in one line."""
+needs one says which in one line. Only ``sopgraph`` lands in site-packages (PyPI has unrelated
+packages named tools, nodes, graphs, evals and prompts), and with the ``[bench]`` extra's
+packages beside it ``sopgraph demo`` runs from an empty folder."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -134,3 +138,48 @@ def test_the_package_carries_every_example_file(core):
         [bin_dir / "python", "-c", code], input=json.dumps(wanted), env=env, cwd=REPO.parent
     )
     assert json.loads(done.stdout) == []
+
+
+def test_only_sopgraph_lands_in_site_packages(core):
+    """What the install wrote, as its RECORD lists it: the package, its dist-info, its script;
+    the jail's runner source and the selftest's attack corpus resolve from the package."""
+    bin_dir, env = core
+    venv = bin_dir.parent
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    record = (site / f"sopgraph-{version}.dist-info" / "RECORD").read_text().splitlines()
+    tops = {line.split(",")[0].split("/")[0] for line in record}
+    assert tops == {"sopgraph", f"sopgraph-{version}.dist-info", ".."}, tops
+    outside = {line.split(",")[0] for line in record if line.startswith("..")}
+    assert all(p.endswith("/bin/sopgraph") for p in outside), outside
+    assert (site / "sopgraph" / "examples" / "fc_alarm_triage" / "sop.yaml").is_file()
+    sandbox = site / "sopgraph" / "nodes" / "sandbox"
+    assert (sandbox / "_runner.py").is_file() and len(list((sandbox / "corpus").glob("*.py"))) > 80
+    runner = _run([bin_dir / "python", "-c", "from sopgraph.nodes.sandbox import _run, selftest;"
+                   " print(_run.__file__, len(_run._RUNNER), len(selftest.load_corpus()))"],
+                  cwd=venv.parent, env=env, timeout=120)  # fmt: skip
+    assert runner.stdout.startswith(str(sandbox)), runner.stdout
+
+
+def test_the_bench_extra_then_demo_from_an_empty_folder(core, tmp_path):
+    """The ``[bench]`` extra's requirements, as pyproject.toml states them, installed into a
+    folder of their own on the core's path (the core environment itself stays without them),
+    then ``sopgraph demo`` from an empty folder: its world and metric servers need them."""
+    bin_dir, env = core
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    libs = tmp_path / "bench-libs"
+    _run([bin_dir / "pip", "install", "-q", "--target", libs,
+          *project["optional-dependencies"]["bench"]], env=env, timeout=900)  # fmt: skip
+    env = {**env, "PYTHONPATH": str(libs)}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    sopgraph = bin_dir / "sopgraph"
+    version = _run([sopgraph, "--version"], cwd=empty, env=env, timeout=60)
+    assert version.stdout.strip() == f"sopgraph {project['version']}"
+    helped = _run([sopgraph, "mcp", "serve", "--help"], cwd=empty, env=env, timeout=60)
+    assert "{home}" not in helped.stdout and "SOPGRAPH_HOME" in helped.stdout
+    demo = _run([sopgraph, "demo", "--alarms", "3"], cwd=empty, env=env, timeout=900)
+    assert "match ground truth: 3/3" in demo.stdout, demo.stdout
+    home = empty / ".sopgraph"
+    assert (home / "reports" / "demo.html").is_file()
+    assert sorted(p.name for p in home.iterdir() if p.name.startswith("fc_world")) == ["fc_world"]

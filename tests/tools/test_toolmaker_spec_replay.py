@@ -77,8 +77,8 @@ RUNS = {
 # the default pipeline's run, the bar, replays whole; "sop_d_r" and "other_sop_d_r_enum"
 # did too until 2026-12-03, when CI took 39 min (SOPGRAPH_REPLAY_WHOLE=1 replays them whole)
 WHOLE = {"sop_d_r_enum"}
-# 2 since 2026-12-01 (session 20: a fresh clone took 29.6 min on a slower VM; 3 before)
-PART = 2
+# 1 since 2026-12-07 (a fresh clone's .ci/run took 32 min here), 2 since 2026-12-01, 3 before
+PART = 1
 # nodes a run's own assertions below read, replayed beside its first PART
 NAMED = {"sop_d_r": ["obs_pick_error_high", "rc_label_stock_low"]}
 REPLAY_WHOLE = bool(os.environ.get("SOPGRAPH_REPLAY_WHOLE"))  # read before clean_env clears it
