@@ -1,4 +1,4 @@
-"""Concurrent approvals of one gated action (issue 53, finding 1): 2 and 10 answers at once,
+"""Concurrent approvals of one gated action (issue 53, finding 1): 2 and 5 answers at once,
 through warm sessions in separate processes, ``sopgraph resume`` processes, two HTTP MCP servers,
 two consoles, and a mix of them, on SQLite; the sessions and the mix on Postgres. Each
 repetition pauses a new run; the action's tool appends a line each time it executes. The action
@@ -20,7 +20,7 @@ from pg_fixture import pg_dsn  # noqa: F401
 
 from sopgraph.evals.approval_races import World, race
 
-RACERS = (2, 10)
+RACERS = (2, 5)
 # repetitions here, by front, kept small so make test stays under its 30 minutes: each
 # repetition is a fresh race with every racer started anew, and a CLI racer is a process
 # start-up (about a second on this machine). The 50-repetition figures come from the eval.
