@@ -8,7 +8,7 @@ import pytest
 
 from sopgraph.graphs.model import Sop
 from sopgraph.tools.spec import Check
-from sopgraph.tools.toolmaker.check_polarity import stated_test, stated_values
+from sopgraph.tools.toolmaker.check_polarity import polar_values, stated_test, stated_values
 
 RECORDS = {"desk": {"lookup_badge": {"badge_state": {"type": "string",
                                                      "enum": ["valid", "expired_card"]}}}}  # fmt: skip
@@ -87,3 +87,38 @@ def test_a_field_with_no_declared_values_or_a_formula_is_not_touched():
     assert stated_test(drawn, untyped, sop, sop.nodes["badge"]) == (drawn, None)
     formula = {**drawn, "value": "a + a"}
     assert stated_test(formula, RECORDS, sop, sop.nodes["badge"]) == (formula, None)
+
+
+PARCELS = {"desk": {"lookup_badge": {"badge_state": {"type": "string",
+                                                     "enum": ["delay reported", "none"]}}}}  # fmt: skip
+
+
+def test_with_no_value_stated_whole_the_clauses_polarity_decides():
+    """ "delay reported" is half in "if there is a delay", "none" in no clause's words: the
+    negated clause states the bare negation, the plain one the value sharing its word."""
+    assert polar_values(["delay reported", "none"], ["if there is a delay, call"]) == [
+        "delay reported"
+    ]
+    assert polar_values(["delay reported", "none"], ["else if there is no delay, go on"]) == [
+        "none"
+    ]
+    assert polar_values(["not_started", "started"], ["if the job hasn't started, wait"]) == [
+        "not_started"
+    ]
+    sop = _sop("If there is a delay, tell the visitor.", "If there is no delay, open the gate.")
+    drawn = _check("none")  # true when there is none: the other way round
+    fixed, note = stated_test(drawn, PARCELS, sop, sop.nodes["badge"])
+    assert fixed["measures"]["a"]["equals"] == "delay reported"
+    assert (fixed["op"], fixed["threshold"]) == (">", 0)
+    assert "true branch states 'delay reported'" in note
+    agreeing = _check("none", "<", 1)
+    assert stated_test(agreeing, PARCELS, sop, sop.nodes["badge"]) == (agreeing, None)
+
+
+def test_a_value_stated_whole_leaves_the_polarity_reading_out():
+    """The first reading found a value: the second is not asked (here it would state both)."""
+    records = {"desk": {"lookup_badge": {"badge_state": {"type": "string",
+                                                         "enum": ["delay", "delay cleared"]}}}}  # fmt: skip
+    sop = _sop("If there is a delay, tell the visitor.", "Otherwise open the gate.")
+    fixed, _ = stated_test(_check("delay cleared"), records, sop, sop.nodes["badge"])
+    assert fixed["measures"]["a"]["equals"] == "delay"

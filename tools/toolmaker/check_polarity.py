@@ -15,6 +15,12 @@ none and the false branch exactly one, the Check is set to be true when the fiel
 value (``< 1``). Anything else (two values stated, none, a test of a field with no declared
 values, a formula) says nothing and the Check stays as drawn.
 
+When no value is stated whole by either branch, a second reading goes by polarity: a clause is
+negated when it holds a negation ("no", "not", "none", "never", "without", "n't"), and a value
+is stated by a clause of its own polarity that holds one of its other words ("outage reported"
+by "if there is an outage"), or, for a value that is only a negation ("none"), by any negated
+clause ("if there is no outage").
+
 Example:
     >>> declared = ["success", "failed"]
     >>> stated_values(declared, ["if account authentication fails, advise the customer"])
@@ -23,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sopgraph.graphs.drafting.structural import split_condition, stems
@@ -38,6 +45,30 @@ def stated_values(declared: list[Any], texts: list[str]) -> list[Any]:
         words = stems(str(value).replace("_", " "))
         if words and any(words <= head for head in heads):
             out.append(value)
+    return out
+
+
+NEGATIONS = frozenset({"no", "not", "none", "never", "without", "nothing"})
+
+
+def _negated(text: str) -> bool:
+    words = re.findall(r"[a-z']+", text.lower())
+    return any(w in NEGATIONS or w.endswith("n't") for w in words)
+
+
+def polar_values(declared: list[Any], texts: list[str]) -> list[Any]:
+    """The declared values a condition clause of the same polarity states in part: one of the
+    value's words other than its negation is there, or, for a bare negation, any negated clause."""
+    heads = [split_condition(t)[0] for t in texts]
+    out = []
+    for value in declared:
+        raw = str(value).replace("_", " ")
+        negative = _negated(raw)
+        content = stems(" ".join(w for w in raw.lower().split() if w not in NEGATIONS))
+        for head in heads:
+            if _negated(head) == negative and (content & stems(head) if content else negative):
+                out.append(value)
+                break
     return out
 
 
@@ -73,8 +104,10 @@ def stated_test(
     declared = list((fields.get(str(test.get("field"))) or {}).get("enum") or [])
     if len(declared) < 2:
         return spec, None
-    yes = stated_values(declared, _branch_texts(sop, node, "true"))
-    no = stated_values(declared, _branch_texts(sop, node, "false"))
+    true_texts, false_texts = _branch_texts(sop, node, "true"), _branch_texts(sop, node, "false")
+    yes, no = stated_values(declared, true_texts), stated_values(declared, false_texts)
+    if not yes and not no:
+        yes, no = polar_values(declared, true_texts), polar_values(declared, false_texts)
     verdicts = _verdicts(spec, test, declared)
     if len(yes) == 1 and yes[0] not in no:
         want, op, said = yes[0], ">", f"the true branch states {yes[0]!r}"
