@@ -59,16 +59,17 @@ def _negated(text: str) -> bool:
 def polar_values(declared: list[Any], texts: list[str]) -> list[Any]:
     """The declared values a condition clause of the same polarity states in part: one of the
     value's words other than its negation is there, or, for a bare negation, any negated clause."""
-    heads = [split_condition(t)[0] for t in texts]
+    heads = [(_negated(h), stems(h)) for h in (split_condition(t)[0] for t in texts)]
     out = []
     for value in declared:
         raw = str(value).replace("_", " ")
         negative = _negated(raw)
         content = stems(" ".join(w for w in raw.lower().split() if w not in NEGATIONS))
-        for head in heads:
-            if _negated(head) == negative and (content & stems(head) if content else negative):
-                out.append(value)
-                break
+        if any(
+            negated == negative and (content & words if content else negative)
+            for negated, words in heads
+        ):
+            out.append(value)
     return out
 
 
