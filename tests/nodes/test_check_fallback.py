@@ -227,3 +227,20 @@ async def test_the_declared_units_set_the_scale_and_a_count_goes_back(session, t
     assert sample["repaired"].startswith("value: the value is a count")
     assert sample["spec"] == right and outcome.verdict.value == "true"
     assert "a / b" in lm.history[1]["messages"][-1]["content"]
+
+
+@shared_loop
+async def test_a_count_threshold_takes_the_value_as_read(session, tmp_path):
+    # "at least {sorter_jam_min} jams": no unit declared for the column, and the text does not
+    # state the threshold as a percentage, so a sample's scale of 100 is set to 1, recorded
+    node_id = "rc_sorter_jam"
+    lib = Registry(EXAMPLES / "fc_alarm_triage" / "tools").resolve(node_id).fn.spec.to_dict()
+    right = canonical(lib)
+    fallback, _, lm, node, ctx = setup(
+        session, tmp_path, [{"spec": {**right, "scale": 100}}], samples=1, node_id=node_id
+    )
+    outcome = await fallback.decide(node, ctx)
+    (sample,) = outcome.detail["check"]["samples"]
+    assert sample["settled"] == "scale 100 -> 1: {sorter_jam_min} is not stated as a percentage"
+    assert sample["spec"] == right and outcome.verdict.value == "true"
+    assert len(lm.history) == 1

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from sopgraph.tools.toolmaker.check_units import declared, implied_scale, unit_problem
+from sopgraph.tools.toolmaker.check_units import (
+    declared,
+    implied_scale,
+    text_settles,
+    time_problem,
+    unit_problem,
+)
 
 UNITS = {
     "fail_pct": "type=gauge; unit=percent; help=share failed (0-100)",
@@ -77,3 +83,42 @@ def test_the_scale_the_units_imply():
     assert implied_scale(check("a", 1, a="errors"), UNITS, PCT) is None
     assert implied_scale(check("a", 1, a="plain"), UNITS, PCT) is None
     assert implied_scale(check("a", 1, a="fail_pct"), UNITS, "below {limit} kPa") is None
+
+
+def rows(reduce: str, scale: int = 1, column: str | None = "c", **more) -> dict:
+    m = {"table": "t", "column": column, "reduce": reduce, **more}
+    return {"value": "a", "measures": {"a": m}, "scale": scale, "threshold": "limit"}
+
+
+def test_a_threshold_the_text_does_not_state_as_a_percentage_takes_scale_1():
+    for text in ("at least {limit} jams", "more than {limit} days ago", "above {limit}"):
+        spec, notes = text_settles(rows("sum", 100), text)
+        assert spec["scale"] == 1, text
+        assert notes == ["scale 100 -> 1: {limit} is not stated as a percentage"]
+    # a percentage, however written, keeps its scale; so does a threshold the text never names
+    for text in (PCT, "above {limit} percent", "differ by {limit} percentage points", "above 5"):
+        assert text_settles(rows("sum", 100), text) == (rows("sum", 100), []), text
+    plain = {**rows("sum", 100), "threshold": 5}
+    assert text_settles(plain, "at least {limit} jams") == (plain, [])
+
+
+def test_an_age_is_counted_in_the_unit_of_its_threshold():
+    spec, notes = text_settles(rows("age"), "cleaned within the last {limit} hours")
+    assert spec["measures"]["a"]["age_unit"] == "hours"
+    assert notes == ["age_unit days -> hours: {limit} is in hours"]
+    days = rows("age", age_unit="days")
+    assert text_settles(days, "replaced more than {limit} days ago") == (days, [])
+    # no time unit in the text: the age's unit is left as drawn
+    assert text_settles(rows("age"), "more than {limit} repairs") == (rows("age"), [])
+
+
+def test_a_time_columns_min_or_mean_is_a_time_not_a_number():
+    times = {"t": ["delivered_at"]}.get
+    why = time_problem(rows("min", column="delivered_at"), times)
+    assert why == (
+        "measures.a: min of delivered_at is a time, not a number: how long ago it was is "
+        "reduce age with time_column delivered_at"
+    )
+    assert time_problem(rows("age", column=None, time_column="delivered_at"), times) is None
+    assert time_problem(rows("max", column="amount"), times) is None
+    assert time_problem(rows("count", column="delivered_at"), times) is None

@@ -6,22 +6,20 @@ tool-maker builds it (``grammar.spec_model``: the catalog the SOP's MCP servers 
 parameters, the input's fields, the node's ``data:`` hints), a few Checks are sampled on the
 configured model (``sampling.sample_spec``: the same constrained call as the tool-maker's), and
 each distinct one runs on the run's input through the spec runner, over the run's MCP pool.
-The prompt holds no input values (parameters as the SOP's defaults, by name), so a node's
-Checks are drawn once per session (and prompt) and run on every later input. A sampled Check
-the validator rejects (a rule between fields that the grammar does not hold, such as "reduce
-mean needs a column") goes back once, with the Check and the validator's line as the prompt's
-feedback (DSPy's ``Refine`` in small: one retry, its reason named); the repair takes its place.
-Where the catalog declares the data's unit and the SOP text the threshold's (``check_units``),
-the units give the scale: a percentage metric against a percentage is scale 1, a ratio of like
-quantities scale 100, and a sample's scale is set to theirs (a unit conversion, kept in the
-trail as ``settled``, not a guess); a Check no scale reconciles (a count against a percentage)
-goes back like one the validator rejects. Where the SOP text states the comparison with a
-parameter in words (``above {x}``, ``at most {x}``, ``{x} or more``: ``graphs.drafting.numbers
-.stated_ops``), a sample comparing its value with that parameter takes the stated operator
-(also kept in ``settled``): the text is the declaration, as for the units. Likewise a test of a
-record field's declared value takes the value the node's branches state (``check_polarity``:
-the true branch "if authentication fails, ..." makes it ``equals "failed"``).
-Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
+The prompt holds no input values, so a node's Checks are drawn once per session (and prompt)
+and run on every later input. A sampled Check the validator rejects ("reduce mean needs a
+column") goes back once with the validator's line as the prompt's feedback (DSPy's ``Refine``
+in small); the repair takes its place.
+What the declarations settle, each change kept in the trail as ``settled`` (a conversion or a
+reading of the text, not a guess): where the catalog declares the data's unit and the text the
+threshold's, the units give the scale (``check_units``: a percentage against a percentage is
+scale 1, a ratio of like quantities 100); where only the text gives the threshold's unit, a
+threshold not stated as a percentage takes scale 1 and an age is counted in the threshold's
+time unit; a comparison the text states in words (``above {x}``, ``{x} or more``:
+``stated_ops``) sets the operator; a test of a record field's declared value takes the value
+the node's branches state (``check_polarity``). A Check no scale reconciles (a count against a
+percentage), or one reading a time column's min or mean as a number, goes back like one the
+validator rejects. Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
 Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
 ``sopgraph shadow`` compares and a person promotes.
@@ -53,9 +51,9 @@ from sopgraph.graphs.model import Node, Sop, Verdict
 from sopgraph.prompts.toolmaker import CheckMakerModule
 from sopgraph.tools.registry import Registry, RegistryError
 from sopgraph.tools.spec import Check, SpecError, trace
+from sopgraph.tools.toolmaker import check_units as units_in
 from sopgraph.tools.toolmaker.catalog import Catalog
 from sopgraph.tools.toolmaker.check_polarity import stated_test
-from sopgraph.tools.toolmaker.check_units import implied_scale, unit_problem
 from sopgraph.tools.toolmaker.context import brief_for
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import library_specs, nearest
@@ -230,27 +228,31 @@ class CheckFallback:
     async def _sample(
         self, deps: SpecDeps, reply: Any, ctx: ToolContext
     ) -> tuple[Tally, Usage | None]:
-        """The node's Checks run on the input, with the tokens drawing them spent (None: they
-        were drawn for an earlier input)."""
+        """The node's Checks run on the input, and the tokens drawing them spent (None: none)."""
         fmt = response_format(reply)
         texts = inputs(deps, CONFIG, "none")
         units, text = deps.data.units, deps.node.text
 
         def check_problem(spec: dict[str, Any] | None) -> str | None:
-            return rejected(spec) or (unit_problem(spec, units, text) if spec else None)
+            problem = rejected(spec) or (units_in.unit_problem(spec, units, text) if spec else None)
+            return problem or (
+                units_in.time_problem(spec, deps.data.time_columns) if spec else None
+            )
 
         stated = stated_ops(text)
 
         def settle(spec: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
-            """The Check with the scale its declared units give and the operator the text
-            states for its threshold (each change recorded)."""
+            """The Check with what the declarations settle (see above), each change noted."""
             if spec is None:
                 return None, None
             notes = []
-            implied = implied_scale(spec, units, text)
+            implied = units_in.implied_scale(spec, units, text)
             if implied is not None and spec.get("scale", 1) != implied[0]:
                 notes.append(f"scale {spec.get('scale', 1)} -> {implied[0]}: {implied[1]}")
                 spec = {**spec, "scale": implied[0]}
+            elif implied is None:  # no declared units: what the text's own unit settles
+                spec, by_text = units_in.text_settles(spec, text)
+                notes += by_text
             said = stated.get(str(spec.get("threshold")))
             if said and spec.get("op") in ORDERING and spec["op"] != said:
                 notes.append(f"op {spec['op']} -> {said}: the text compares with "
@@ -289,11 +291,9 @@ class CheckFallback:
         """The node's sampled Checks: drawn once per prompt, then run on every input; with the
         tokens the draw spent, or None when they were drawn before.
 
-        The prompt holds the node, its grammar, the catalog and the demonstrations, not the
-        input's values, so a Check drawn for one input is the same program for the next; drawing
-        again would only cost calls and add variance. A changed prompt (catalog, library) draws
-        anew. Each sample is settled (its units' scale) and checked; a rejected one goes back
-        once with the reason, and its repair is settled and checked the same way.
+        A Check drawn for one input is the same program for the next (the prompt holds no input
+        values); a changed prompt (catalog, library) draws anew. Each sample is settled and
+        checked; a rejected one goes back once with the reason, its repair settled and checked.
         """
         key = hashlib.sha256(
             json.dumps([node_id, fmt, texts], sort_keys=True, default=str).encode()

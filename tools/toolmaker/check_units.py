@@ -140,3 +140,69 @@ def unit_problem(spec: dict[str, Any], units: dict[str, str], text: str) -> str 
     if got in (COUNT, RATIO):
         return None  # a derived quantity may still be in the threshold's unit: not ours to say
     return f"value: the value is in {got} ({why}) and {name} is in {want}"
+
+
+# What the text's own unit for a threshold settles, where the catalog declares nothing: a scale
+# of 100 writes a fraction as a percentage, so a threshold not stated as one takes the value as
+# read; an age is a time span, counted in the unit the text gives its threshold.
+PERCENTAGES = ("%", "percentage points")
+AGE_SPANS = ("minutes", "hours", "days")  # the text's units an age's ``age_unit`` can be
+NOT_NUMBERS = ("mean", "sum", "min", "max", "last", "first")  # a time column's: a time
+
+
+def stated_unit(text: str, param: str) -> tuple[bool, str | None]:
+    """Whether ``{param}`` is in the text, and the unit written right after it (``percent``
+    spelled out is ``%``; None: a count or no unit)."""
+    at = re.search(r"\{" + re.escape(param) + r"\}(\s?(?:percent|per cent)\b)?", text)
+    if not at:
+        return False, None
+    return True, "%" if at.group(1) else unit_after(text, param)
+
+
+def _single(spec: dict[str, Any]) -> dict[str, Any] | None:
+    measures = spec.get("measures") or {}
+    m = measures.get(str(spec.get("value", "")).replace(" ", ""))
+    return m if isinstance(m, dict) else None
+
+
+def text_settles(spec: dict[str, Any], text: str) -> tuple[dict[str, Any], list[str]]:
+    """The Check with what its threshold's unit in the text settles (scale, an age's unit), and
+    a note per change. A threshold the text does not name settles nothing.
+
+    Example:
+        >>> spec = {"value": "a", "measures": {"a": {"table": "t", "reduce": "age"}},
+        ...         "scale": 100, "threshold": "limit"}
+        >>> text_settles(spec, "replaced more than {limit} hours ago")[1]
+        ['scale 100 -> 1: {limit} is not stated as a percentage', 'age_unit days -> hours: {limit} is in hours']
+    """
+    threshold = spec.get("threshold")
+    named, unit = stated_unit(text, threshold) if isinstance(threshold, str) else (False, None)
+    if not named:
+        return spec, []
+    notes, name = [], "{" + str(threshold) + "}"
+    if spec.get("scale", 1) == 100 and unit not in PERCENTAGES:
+        notes.append(f"scale 100 -> 1: {name} is not stated as a percentage")
+        spec = {**spec, "scale": 1}
+    m = _single(spec)
+    if m is not None and m.get("reduce") == "age" and unit in AGE_SPANS:
+        if (m.get("age_unit") or "days") != unit:
+            notes.append(f"age_unit {m.get('age_unit') or 'days'} -> {unit}: {name} is in {unit}")
+            key = str(spec["value"]).replace(" ", "")
+            spec = {**spec, "measures": {**spec["measures"], key: {**m, "age_unit": unit}}}
+    return spec, notes
+
+
+def time_problem(spec: dict[str, Any], time_columns: Any) -> str | None:
+    """Why a measurement of the Check reads a time where it needs a number: the mean, sum,
+    min, max, last or first of a column the catalog holds as a time (``time_columns(table)``)
+    is a time, not a number; how long ago it was is an age. None: no such measurement."""
+    for key, m in (spec.get("measures") or {}).items():
+        if not isinstance(m, dict) or "table" not in m or m.get("reduce") not in NOT_NUMBERS:
+            continue
+        col = m.get("column")
+        if col and col in time_columns(m["table"]):
+            return (
+                f"measures.{key}: {m['reduce']} of {col} is a time, not a number: how long ago "
+                f"it was is reduce age with time_column {col}"
+            )
+    return None
