@@ -40,14 +40,15 @@ def _run(args: list, ok: bool = True, **kw) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def core(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """A venv holding ``pip install <checkout>`` and nothing else; its bin folder and env."""
+    """A venv holding ``pip install <checkout>`` and pytest, nothing else; its bin and env."""
     tmp = tmp_path_factory.mktemp("core")
     # a copy, so that pip's in-tree build neither writes into the checkout nor packs its build/
     src = tmp / "src"
     shutil.copytree(REPO, src, ignore=SKIP, symlinks=True)
     venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", venv], timeout=120)
-    _run([venv / "bin" / "pip", "install", "-q", src], timeout=900, cwd=tmp)
+    # pytest beside it, in the same resolution: the init project's own test runs with it below
+    _run([venv / "bin" / "pip", "install", "-q", src, "pytest"], timeout=900, cwd=tmp)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("SOPGRAPH_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}  # fmt: skip
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
@@ -96,11 +97,10 @@ def test_init_validate_run_and_tools_add_with_the_core_alone(core, tmp_path):
     assert again["thread_id"] in runs.stdout, runs.stdout
     assert "ct_amount_over_limit" in sg("runs", "show", again["thread_id"]).stdout
 
-    # the project's own test runs with the core and pytest
-    _run([bin_dir / "pip", "install", "-q", "pytest"], env=env, timeout=300)
+    # the project's own test runs with the core and pytest (every labeled case and the checks)
     tested = _run([bin_dir / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
                   cwd=tmp_path / "demo-sop", env=env, timeout=300)  # fmt: skip
-    assert " passed" in tested.stdout, tested.stdout
+    assert "25 passed" in tested.stdout, tested.stdout
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,6 @@
 own test with no file edited by hand (issue 27, finding 2)."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -88,22 +85,6 @@ def test_init_validates_runs_and_takes_a_hand_written_tool(home, tmp_path, capsy
     ct = large["verdicts"]["ct_amount_over_limit"]
     assert (ct["value"], ct["observed"], ct["explanation"]) == ("true", 480.0, "hand-written")
     assert [a["node"] for a in large["actions"]] == ["act_escalate_to_lead"]
-
-
-def test_the_project_test_passes_with_pytest(tmp_path):
-    project = tmp_path / "demo-sop"
-    assert main(["init", str(project)]) == 0
-    env = {**os.environ, "SOPGRAPH_HOME": str(tmp_path / "home")}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "25 passed" in done.stdout
 
 
 def test_init_refuses_a_folder_that_is_not_empty(tmp_path, capsys):
