@@ -1,9 +1,9 @@
 """No module of the installed package over 400 lines (issue 52): a module that long holds more
 than one concept, and a reader no longer finds a concept by its file name.
 
-The two CodeAct modules are the known exceptions: they are to be rewritten as a small generic
-loop (issue 52), not split, and each may only shrink until then. An exception that has come
-under the limit must leave the list, so the list says what is left.
+A module allowed over the limit for a while goes on ``WAITING`` with the most lines it may
+have until it is rewritten (the CodeAct modules were, until their generic loop replaced them);
+one that has come under the limit must leave the list, so the list says what is left.
 """
 
 from __future__ import annotations

@@ -80,13 +80,32 @@ def test_only_the_condition_clause_counts_and_words_are_stemmed():
     assert stated_values(["none"], ["if there is none, stop"]) == []  # no word to find
 
 
-def test_a_field_with_no_declared_values_or_a_formula_is_not_touched():
+def test_a_field_with_no_declared_values_or_a_formula_over_other_data_is_not_touched():
     sop = _sop("If the card is expired, stop.", "When the badge is valid, open.")
     untyped = {"desk": {"lookup_badge": {"badge_state": {"type": "string"}}}}
     drawn = _check("valid")
     assert stated_test(drawn, untyped, sop, sop.nodes["badge"]) == (drawn, None)
-    formula = {**drawn, "value": "a + a"}
+    other = {"server": "desk", "tool": "lookup_badge", "args": {}, "field": "visits"}
+    formula = {**drawn, "value": "a + b", "measures": {**drawn["measures"], "b": other}}
     assert stated_test(formula, RECORDS, sop, sop.nodes["badge"]) == (formula, None)
+
+
+def test_a_formula_over_tests_of_the_one_field_is_judged_by_its_verdicts():
+    # abs(a - b) <= 0 over "valid" and "expired_card": true only when the badge is neither,
+    # so false for the value the true branch states: set to that value's one test
+    sop = _sop("If the card is expired, stop.", "When the badge is valid, open.")
+    a, b = _check("valid")["measures"]["a"], _check("expired_card")["measures"]["a"]
+    drawn = {**_check("valid"), "value": "abs(a - b)", "measures": {"a": a, "b": b},
+             "op": "<=", "threshold": 0, "zero_division": "no_data"}  # fmt: skip
+    fixed, note = stated_test(drawn, RECORDS, sop, sop.nodes["badge"])
+    assert fixed == {**_check("expired_card"), "op": ">", "threshold": 0, "scale": 1}
+    assert note == (
+        "a: equals 'expired_card', > 0 (was abs(a - b)): the true branch states 'expired_card' "
+        "(badge)"
+    )
+    # one that already gives the stated verdicts is left as drawn
+    right = {**drawn, "value": "b - a", "op": ">", "threshold": 0}
+    assert stated_test(right, RECORDS, sop, sop.nodes["badge"]) == (right, None)
 
 
 PARCELS = {"desk": {"lookup_badge": {"badge_state": {"type": "string",

@@ -12,8 +12,10 @@ stems) is in the branch's condition clause (the text before its first comma, col
 one, a Check whose test gives the other verdict for it (or the true verdict for a value the false
 branch states) is set to test that value: ``equals`` it, ``> 0``. When the true branch states
 none and the false branch exactly one, the Check is set to be true when the field is not that
-value (``< 1``). Anything else (two values stated, none, a test of a field with no declared
-values, a formula) says nothing and the Check stays as drawn.
+value (``< 1``). A formula over tests of that one field (``abs(a - b)`` of two of its values)
+is a function of the field's value too, judged by its verdict for each declared value, and set
+to the one test the same way. Anything else (two values stated, none, a field with no declared
+values, a formula over other measurements) says nothing and the Check stays as drawn.
 
 When no value is stated whole by either branch, a second reading goes by polarity: a clause is
 negated when it holds a negation ("no", "not", "none", "never", "without", "n't"), and a value
@@ -34,6 +36,8 @@ from typing import Any
 
 from sopgraph.graphs.drafting.structural import split_condition, stems
 from sopgraph.graphs.model import Node, Sop
+from sopgraph.tools.spec.errors import SpecError
+from sopgraph.tools.spec.expr import evaluate, names
 from sopgraph.tools.spec.measures import OPS
 
 
@@ -77,12 +81,40 @@ def _branch_texts(sop: Sop, node: Node, branch: str) -> list[str]:
     return [sop.nodes[c].text for c in getattr(node.next, branch) if c in sop.nodes]
 
 
-def _verdicts(spec: dict[str, Any], test: dict[str, Any], values: list[Any]) -> dict[Any, bool]:
-    """The verdict the Check gives for each value of the tested field."""
-    out = {}
+def _hit(test: dict[str, Any], value: Any) -> float:
+    return float(
+        value == test["equals"] if "equals" in test else value in (test.get("one_of") or ())
+    )
+
+
+def _field_tests(spec: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The measurements the Check's value reads, when each tests one and the same record field
+    (``equals`` or ``one_of``): the Check is then a function of that field's value. Else None."""
+    measures = spec.get("measures") or {}
+    try:
+        used = names(str(spec.get("value", "")))
+    except SpecError:
+        return None
+    tests = {n: measures.get(n) for n in sorted(used)}
+    if not tests or not all(isinstance(t, dict) and {"equals", "one_of"} & t.keys()
+                            for t in tests.values()):  # fmt: skip
+        return None
+    fields = {(t.get("server"), t.get("tool"), t.get("field")) for t in tests.values()}
+    return tests if len(fields) == 1 else None
+
+
+def _verdicts(
+    spec: dict[str, Any], tests: dict[str, dict[str, Any]], values: list[Any]
+) -> dict[Any, bool | None]:
+    """The verdict the Check gives for each value of the tested field (None: no number)."""
+    out: dict[Any, bool | None] = {}
     for v in values:
-        hit = v == test["equals"] if "equals" in test else v in (test.get("one_of") or ())
-        out[v] = OPS[spec["op"]](float(hit) * spec.get("scale", 1), spec["threshold"])
+        try:
+            x = evaluate(str(spec["value"]), {n: _hit(t, v) for n, t in tests.items()})
+        except (ZeroDivisionError, SpecError):
+            out[v] = None
+            continue
+        out[v] = OPS[spec["op"]](x * spec.get("scale", 1), spec["threshold"])
     return out
 
 
@@ -92,15 +124,10 @@ def stated_test(
 ) -> tuple[dict[str, Any], str | None]:  # fmt: skip
     """The Check set to test the value the node's branches state (and the note saying so), or
     the Check as it was and None."""
-    measures = spec.get("measures") or {}
-    test = measures.get(str(spec.get("value", "")).strip())
-    if (
-        not isinstance(test, dict)
-        or not ({"equals", "one_of"} & test.keys())
-        or spec.get("op") not in OPS
-        or isinstance(spec.get("threshold"), str)
-    ):
+    tests = _field_tests(spec)
+    if tests is None or spec.get("op") not in OPS or isinstance(spec.get("threshold"), str):
         return spec, None
+    name, test = next(iter(tests.items()))
     fields = records.get(str(test.get("server")), {}).get(str(test.get("tool")), {})
     declared = list((fields.get(str(test.get("field"))) or {}).get("enum") or [])
     if len(declared) < 2:
@@ -109,7 +136,7 @@ def stated_test(
     yes, no = stated_values(declared, true_texts), stated_values(declared, false_texts)
     if not yes and not no:
         yes, no = polar_values(declared, true_texts), polar_values(declared, false_texts)
-    verdicts = _verdicts(spec, test, declared)
+    verdicts = _verdicts(spec, tests, declared)
     if len(yes) == 1 and yes[0] not in no:
         want, op, said = yes[0], ">", f"the true branch states {yes[0]!r}"
         if verdicts[want] and not any(verdicts[v] for v in no):
@@ -121,11 +148,12 @@ def stated_test(
     else:
         return spec, None
     fixed = {k: v for k, v in test.items() if k != "one_of"} | {"equals": want}
-    name = str(spec["value"]).strip()
     threshold = 0 if op == ">" else 1
-    note = f"{name}: equals {want!r}, {op} {threshold}: {said} ({node.id})"
+    was = "" if str(spec["value"]).strip() == name else f" (was {spec['value']})"
+    note = f"{name}: equals {want!r}, {op} {threshold}{was}: {said} ({node.id})"
+    kept = {k: v for k, v in spec.items() if k != "zero_division"}
     return (
-        {**spec, "measures": {**measures, name: fixed}, "scale": 1, "op": op,
+        {**kept, "value": name, "measures": {name: fixed}, "scale": 1, "op": op,
          "threshold": threshold},
         note,
     )  # fmt: skip
