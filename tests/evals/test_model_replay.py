@@ -95,10 +95,10 @@ TRIAGE_RUNS = {  # evals/model_results/<name>.json: the live run's sample, after
     "triage_subagent_more9": ("model", "triage", "--arch", "subagent", "--skip", "180"),
     # the generic CodeAct loop (2026-12-04): alarms 181-204
     "triage_codeact_generic_more9": ("model", "triage", "--arch", "codeact", "--skip", "180"),
-    # the Check fallback for every node (2026-12-06): alarms 181-204, then 229-252 (held out); the runs of 2026-12-04
-    # (181-204 and 205-228, code 4fbfa86) are history: their draws' prompts bound other fields
+    # the Check fallback for every node (2026-12-07): alarms 181-204. The earlier runs (2026-12-04:
+    # 181-204, 205-228; 2026-12-06: 181-204, 229-252 held out) are history in docs/agents.md:
+    # their draws were settled by other rules, so their cassettes went with that code
     "triage_check_only_more9": ("model", "triage", "--arch", "check-only", "--skip", "180"),
-    "triage_check_only_more11": ("model", "triage", "--arch", "check-only", "--skip", "228"),
 }
 # The CodeAct runs recorded before the generic loop (2026-11-26 to 2026-11-29: the review, the
 # scope, window and grounding holds and their levels) are history in docs/agents.md; their
