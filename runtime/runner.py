@@ -4,8 +4,7 @@ A run that was killed resumes on the same thread id without re-running the nodes
 completed. With SQLite checkpoints (the default) each node's result is journaled before the next
 node starts and LangGraph checkpoints when the invocation ends or pauses; a continued run gives
 the journaled results back instead of running those nodes (``runtime/journal.py``). Other
-stores (Postgres) are checkpointed every superstep (``durability="sync"``).
-"""
+stores (Postgres) are checkpointed every superstep (``durability="sync"``)."""
 
 from __future__ import annotations
 
@@ -234,8 +233,7 @@ class Session:
         ``on_step(node_id, update)`` is awaited after each node that changed the run state;
         ``approver`` (who set ``approval``) is recorded with each gated action it decides.
         """
-        # A thread id made here has no checkpoint to look up.
-        fresh = thread_id is None
+        fresh = thread_id is None  # a thread id made here has no checkpoint to look up
         thread_id = thread_id or new_thread_id()
         config = self._config(thread_id, approval, approver)
         policy = config["configurable"]["approval"]
@@ -260,7 +258,9 @@ class Session:
                 await self.answers.finish(thread_id, gate)
             return result
         if snapshot is not None and snapshot.values:
-            if snapshot.next and not snapshot.interrupts:
+            # "input": killed after its input was saved, before its first step (next reads ())
+            unfinished = snapshot.next or (snapshot.metadata or {}).get("source") == "input"
+            if unfinished and not snapshot.interrupts:
                 return await self._invoke(None, config, on_step, "continue", snapshot)
             return await self.result(thread_id, stored=True)
         check_input(self.sop, inp)

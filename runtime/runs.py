@@ -244,8 +244,10 @@ def _record(db: _Store, thread_id: str) -> RunRecord:
     status: RunStatus = "finished"
     if result.status == "interrupted":
         status = "interrupted"
-    elif _unfinished(db, thread_id, latest.config) or (
-        any(k.startswith("branch:to:") for k in channels) and result.status == "done"
+    elif (
+        _unfinished(db, thread_id, latest.config)
+        or meta.get("source") == "input"  # its input saved, no step taken: killed at its start
+        or (any(k.startswith("branch:to:") for k in channels) and result.status == "done")
     ):
         status = "stopped"
     elif result.status in _FAILED:

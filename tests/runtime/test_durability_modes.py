@@ -63,3 +63,29 @@ def test_the_benchmark_prints_every_configuration_beside_memory(pg_dsn: str, cap
     assert kept["sqlite journal"] == "every completed node"
     assert kept["postgres sync"] == "every completed superstep"
     assert kept["postgres exit"] == "nothing of a killed invocation"
+
+
+async def test_a_run_killed_after_its_input_was_saved_runs_when_delivered_again(tmp_path: Path):
+    """A worker killed between saving a run's input and its first step leaves a thread whose
+    latest checkpoint is LangGraph's "input" one; its snapshot reads no next node. Running the
+    thread again must run it (the queue redelivers such a job), not return it as finished."""
+    import sqlite3
+
+    from sopgraph.runtime.runs import read_run
+
+    store, thread = str(tmp_path / "c.sqlite"), "t-killed"
+    async with Session(SOP, checkpoint=store, approval="approve", journal=False) as session:
+        whole = await session.run(INPUT, thread_id=thread)
+        config = {"configurable": {"thread_id": thread}}
+        first = [s async for s in session.graph.aget_state_history(config)][-1]
+    assert first.metadata["source"] == "input" and whole.path
+    kept = first.config["configurable"]["checkpoint_id"]
+    with sqlite3.connect(store) as db:  # what the store held when the worker died
+        for table in ("checkpoints", "writes"):
+            db.execute(f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id != ?",
+                       (thread, kept))  # fmt: skip
+    assert read_run(store, thread).status == "stopped"
+    async with Session(SOP, checkpoint=store, approval="approve", journal=False) as session:
+        again = await session.run(INPUT, thread_id=thread)
+    assert again.status == "done" and again.path == whole.path
+    assert read_run(store, thread).status == "finished"
