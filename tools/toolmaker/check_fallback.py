@@ -19,8 +19,8 @@ time unit; a comparison the text states in words (``above {x}``, ``{x} or more``
 ``stated_ops``) sets the operator; a test of a record field's declared value takes the value
 the node's branches state (``check_polarity``). A Check no scale reconciles (a count against a
 percentage), or one reading a time column's min or mean as a number, goes back like one the
-validator rejects. Every sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no
-Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
+validator rejects. Every sample votes the verdict its Check gives; the most-voted verdict wins.
+A tie, or no Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
 ``sopgraph shadow`` compares and a person promotes.
 
@@ -234,10 +234,10 @@ class CheckFallback:
         units, text = deps.data.units, deps.node.text
 
         def check_problem(spec: dict[str, Any] | None) -> str | None:
-            problem = rejected(spec) or (units_in.unit_problem(spec, units, text) if spec else None)
-            return problem or (
-                units_in.time_problem(spec, deps.data.time_columns) if spec else None
-            )
+            if spec is None:
+                return None
+            return (rejected(spec) or units_in.unit_problem(spec, units, text)
+                    or units_in.time_problem(spec, deps.data.time_columns))  # fmt: skip
 
         stated = stated_ops(text)
 

@@ -67,8 +67,8 @@ def value_unit(spec: dict[str, Any], units: dict[str, str]) -> tuple[str | None,
     """The unit of the Check's value before its scale, and where it comes from."""
     measures = spec.get("measures") or {}
     value = str(spec.get("value", "")).replace(" ", "")
-    if value in measures:
-        return _measure_unit(measures[value], units)
+    if (single := _single(spec)) is not None:
+        return _measure_unit(single, units)
     two = re.fullmatch(r"(\w+)([-+/])(\w+)", value)
     if not two or two.group(1) not in measures or two.group(3) not in measures:
         return None, ""
