@@ -120,12 +120,10 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# The suite's files run on 4 worker processes (pytest-xdist; one file stays on one worker, as its
-# module fixtures expect), whatever the cores: most tests wait on processes they start (servers,
-# CLI runs), and on 2 cores 2 workers left 40% of the CPU idle (docs/development.md).
-# `pytest` alone runs them in one process.
+# The suite's files run on up to 4 worker processes (pytest-xdist; one file stays on one worker,
+# as its module fixtures expect); `pytest` alone runs them in one process.
 test: install system-deps local-llm $(PHOENIX) $(WORLD_REAL) lint
-	$(VENV)/bin/pytest -n 4 --dist loadfile
+	$(VENV)/bin/pytest -n auto --maxprocesses 4 --dist loadfile
 
 # Refresh the locks to the newest releases that pyproject.toml's ranges (and requirements/*.in)
 # admit, for the Python CI runs (3.11 on x86-64 Linux). uv is only needed here, not to install.
