@@ -5,6 +5,7 @@ command prints for each configuration (figures in docs/benchmarks.md)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from pg_fixture import pg_dsn  # noqa: F401
 
 from sopgraph.graphs.input_schema import InputError
 from sopgraph.runtime.runner import Session
+from sopgraph.runtime.runs import read_run
 
 SOP = Path(__file__).resolve().parents[2] / "examples" / "service_interruption"
 INPUT = {"case_id": "combo_00"}
@@ -69,10 +71,6 @@ async def test_a_run_killed_after_its_input_was_saved_runs_when_delivered_again(
     """A worker killed between saving a run's input and its first step leaves a thread whose
     latest checkpoint is LangGraph's "input" one; its snapshot reads no next node. Running the
     thread again must run it (the queue redelivers such a job), not return it as finished."""
-    import sqlite3
-
-    from sopgraph.runtime.runs import read_run
-
     store, thread = str(tmp_path / "c.sqlite"), "t-killed"
     async with Session(SOP, checkpoint=store, approval="approve", journal=False) as session:
         whole = await session.run(INPUT, thread_id=thread)

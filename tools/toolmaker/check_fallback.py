@@ -20,9 +20,9 @@ time unit; a comparison the text states in words (``above {x}``, ``{x} or more``
 the node's branches state (``check_polarity``). A Check no scale reconciles (a count against a
 percentage), or one reading a time column's min or mean as a number, goes back like one the
 validator rejects. Every sample votes the verdict its Check gives; the most-voted verdict wins.
-A tie, or no Check that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
-winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
-``sopgraph shadow`` compares and a person promotes.
+A tie, or no Check that runs, leaves the node unresolved with the reason: no guess. The Check
+that gave the winning verdict is registered as a new, inactive version (``author:
+fallback:<model>``) that ``sopgraph shadow`` compares and a person promotes.
 
 It lives in the tool-maker's package, not ``nodes/``: the executors may not import the
 tool-maker (pyproject's import contracts); the runtime builds it and hands it to the chain.
