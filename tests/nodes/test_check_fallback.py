@@ -19,6 +19,7 @@ from sopgraph.nodes.architectures import ArchitectureError, executors_for
 from sopgraph.tools.registry import Registry
 from sopgraph.tools.toolmaker.check_fallback import CheckFallback, NoModel
 from sopgraph.tools.toolmaker.demos import canonical
+from sopgraph.tools.toolmaker.grammar import bound_fields
 from sopgraph.tools.toolmaker.sampling import tool_file
 
 shared_loop = pytest.mark.asyncio(loop_scope="module")
@@ -244,3 +245,29 @@ async def test_a_count_threshold_takes_the_value_as_read(session, tmp_path):
     assert sample["settled"] == "scale 100 -> 1: {sorter_jam_min} is not stated as a percentage"
     assert sample["spec"] == right and outcome.verdict.value == "true"
     assert len(lm.history) == 1
+
+
+@shared_loop
+async def test_a_check_binding_a_field_this_entry_type_lacks_goes_back(session, tmp_path):
+    # the node's alarms are site-level: their input names no station, so a Check that binds
+    # one cannot run on them; it goes back with why, as a Check the validator rejects does
+    station = {
+        **RIGHT,
+        "measures": {"a": {**RIGHT["measures"]["a"], "where": {"site": "$station"}}},
+    }
+    answers = [{"spec": station}, {"spec": RIGHT}]
+    fallback, _, lm, node, ctx = setup(session, tmp_path, answers, samples=1)
+    assert ctx.input.get("station") is None and session.sop.input["station"].required_for
+    outcome = await fallback.decide(node, ctx)
+    assert outcome.verdict is not None and outcome.verdict.value == "true"
+    (sample,) = outcome.detail["check"]["samples"]
+    why = "measures.a.where.site: $station is not an input field or lookup ($site, $timestamp)"
+    assert sample["repaired"] == why and sample["spec"] == RIGHT
+    assert why in lm.history[1]["messages"][-1]["content"]
+
+
+def test_the_bound_fields_are_those_the_input_s_entry_type_carries(session):
+    sop = session.sop
+    assert bound_fields(sop, "upstream_starvation") == ["site", "timestamp"]
+    assert bound_fields(sop, "station_idle") == ["site", "station", "timestamp"]
+    assert bound_fields(sop) == ["site", "station", "timestamp"]  # any entry type's

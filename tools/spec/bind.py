@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sopgraph.tools.spec.model import Measure, SpecError
+from sopgraph.tools.spec.model import Check, Measure, SpecError
 
 
 class Bound:
@@ -55,3 +55,33 @@ class Bound:
                 f"threshold: {ref!r} is not a site parameter (have {', '.join(sorted(params))})"
             )
         return params[ref]
+
+
+def _refs(path: str, value: Any) -> list[tuple[str, str]]:
+    """The ``$name`` references in ``value`` (a string, a mapping or a list), with their paths."""
+    if isinstance(value, str):
+        return [(path, value)] if value.startswith("$") else []
+    if isinstance(value, dict):
+        return [r for k, v in value.items() for r in _refs(f"{path}.{k}", v)]
+    if isinstance(value, list | tuple):
+        return [r for i, v in enumerate(value) for r in _refs(f"{path}[{i}]", v)]
+    return []
+
+
+def unbound(check: Check, fields: list[str]) -> str | None:
+    """Why ``check`` cannot bind its names on a run whose input has ``fields`` (None: it can),
+    in the spec runner's words: each ``$name`` is an input field or a lookup named before it
+    (the lookups run in order, then every measurement), ``$timestamp`` the input's time."""
+    known = {*fields, "timestamp"}
+    found: list[tuple[str, str, set[str]]] = []
+    for name, lookup in check.lookups.items():
+        found += [(p, r, set(known)) for p, r in _refs(f"lookups.{name}.where", lookup.where)]
+        known.add(name)
+    for key, m in check.measures.items():
+        data = m.model_dump(include={"where", "match", "args", "column", "columns", "of"})
+        found += [(p, r, known) for p, r in _refs(f"measures.{key}", data)]
+    for path, ref, names in found:
+        if ref[1:] not in names:
+            have = ", ".join(f"${k}" for k in sorted(names)) or "none"
+            return f"{path}: {ref} is not an input field or lookup ({have})"
+    return None

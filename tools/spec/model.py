@@ -143,8 +143,9 @@ class Check(BaseModel):
         return Check.from_dict(d)
 
     def validate(self) -> None:
-        """Refuse what cannot run: a bad expression, an unknown ``$name`` of a lookup, a
-        reduce that its kind of measurement has no way to compute."""
+        """Refuse what cannot run on any input: a bad expression, a reduce that its kind of
+        measurement has no way to compute. The ``$names`` it binds are checked against one
+        input's fields by ``bind.unbound``."""
         if not self.measures:
             raise SpecError("measures: a check needs at least one measurement")
         for path, formula in (("value", self.value), ("guard", self.guard)):

@@ -3,13 +3,13 @@ input, decided by the verdict most candidates agree on, kept as a candidate tool
 
 When a decision node has no tool (or its tool failed), the node's grammar is built as the
 tool-maker builds it (``grammar.spec_model``: the catalog the SOP's MCP servers list, the SOP's
-parameters, the input's fields, the node's ``data:`` hints), a few Checks are sampled on the
-configured model (``sampling.sample_spec``: the same constrained call as the tool-maker's), and
-each distinct one runs on the run's input through the spec runner, over the run's MCP pool.
+parameters, the fields the input's entry type carries, the node's ``data:`` hints), a few
+Checks are sampled on the model (``sampling.sample_spec``: the tool-maker's constrained call),
+and each distinct one runs on the run's input through the spec runner, over the run's MCP pool.
 The prompt holds no input values, so a node's Checks are drawn once per session (and prompt)
 and run on every later input. A sampled Check the validator rejects ("reduce mean needs a
-column") goes back once with the validator's line as the prompt's feedback (DSPy's ``Refine``
-in small); the repair takes its place.
+column", a ``$name`` the input does not carry) goes back once with the validator's line as the
+prompt's feedback (DSPy's ``Refine`` in small); the repair takes its place.
 What the declarations settle, each change kept in the trail as ``settled`` (a conversion or a
 reading of the text, not a guess): where the catalog declares the data's unit and the text the
 threshold's, the units give the scale (``check_units``: a percentage against a percentage is
@@ -51,6 +51,7 @@ from sopgraph.graphs.model import Node, Sop, Verdict
 from sopgraph.prompts.toolmaker import CheckMakerModule
 from sopgraph.tools.registry import Registry, RegistryError
 from sopgraph.tools.spec import Check, SpecError, trace
+from sopgraph.tools.spec.bind import unbound
 from sopgraph.tools.toolmaker import check_units as units_in
 from sopgraph.tools.toolmaker.catalog import Catalog
 from sopgraph.tools.toolmaker.check_polarity import stated_test
@@ -175,8 +176,9 @@ class CheckFallback:
         # names a parameter and the run binds its value, so one draw serves every input
         brief = brief_for(self.sop, node, dict(self.sop.params), catalog)
         data = full.only(brief.server_names)
-        # an SOP that declares no input: the fields this run carries (its entry type aside)
-        fields = bound_fields(self.sop) or sorted(f for f in ctx.input if f != "type")
+        # the fields a run of this entry type carries; with no input declared, this run's
+        kind = ctx.input.get("type") if len(self.sop.entry) > 1 else None
+        fields = bound_fields(self.sop, kind) or sorted(f for f in ctx.input if f != "type")
         try:
             reply = spec_model(data, params_of(brief, node.text), fields, list(node.data))
         except ValueError as exc:  # no Check fits: the next executor (free code) may
@@ -236,7 +238,7 @@ class CheckFallback:
         def check_problem(spec: dict[str, Any] | None) -> str | None:
             if spec is None:
                 return None
-            return (rejected(spec) or units_in.unit_problem(spec, units, text)
+            return (rejected(spec, deps.input_fields) or units_in.unit_problem(spec, units, text)
                     or units_in.time_problem(spec, deps.data.time_columns))  # fmt: skip
 
         stated = stated_ops(text)
@@ -339,12 +341,8 @@ class CheckFallback:
         except RegistryError:  # no version of the node yet (ToolMissing)
             same = []
         if same:
-            return {
-                "tool": name,
-                "version": same[0].version,
-                "author": same[0].author,
-                "new": False,
-            }
+            v = same[0]
+            return {"tool": name, "version": v.version, "author": v.author, "new": False}
         record = {"node": node.id, "author": author, "samples": [c.row() for c in tally.candidates]}
         version = self.registry.add_version(
             name, code, author=author, activate=False, record_json=json.dumps(record, indent=1)
@@ -362,15 +360,17 @@ def fallback_candidates(registry: Registry) -> list[str]:
     ]
 
 
-def rejected(spec: dict[str, Any] | None) -> str | None:
-    """Why the validator rejects a sampled Check (None: it is valid, or there is none)."""
+def rejected(spec: dict[str, Any] | None, fields: list[str] | None = None) -> str | None:
+    """Why the validator rejects a sampled Check, or (given the run input's ``fields``) why
+    it cannot bind its ``$names`` on it (None: it is valid, or there is none)."""
     if spec is None:
         return None
     try:
-        Check.from_dict(spec).validate()
+        check = Check.from_dict(spec)
+        check.validate()
     except SpecError as exc:
         return str(exc)
-    return None
+    return unbound(check, fields) if fields is not None else None
 
 
 def repair_feedback(spec: dict[str, Any], why: str) -> str:

@@ -47,10 +47,13 @@ OUTCOMES = choices(Check, "missing")
 AGE_UNITS = choices(RowsMeasure, "age_unit")
 
 
-def bound_fields(sop: Any) -> list[str]:
-    """The run input's fields a spec may bind (``$field``): those every run carries (required,
-    or required by an entry type), by name, so the grammar does not depend on the order the SOP
-    declares them in. An optional field may be absent, and a spec binding it would fail."""
+def bound_fields(sop: Any, entry_type: str | None = None) -> list[str]:
+    """The run input's fields a spec may bind (``$field``), by name, so the grammar does not
+    depend on the order the SOP declares them in: those a run of ``entry_type`` carries
+    (required, or required by that type); with no type, those required by any. An optional
+    field may be absent, and a spec binding it would fail."""
+    if entry_type is not None:
+        return sorted(n for n, f in sop.input.items() if f.required_by(entry_type))
     return sorted(n for n, f in sop.input.items() if f.required or f.required_for)
 
 

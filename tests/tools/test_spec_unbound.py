@@ -1,0 +1,41 @@
+"""A spec's ``$names`` checked against a run input's fields before it runs (``bind.unbound``)."""
+
+from __future__ import annotations
+
+from sopgraph.tools.spec.bind import unbound
+from sopgraph.tools.spec.model import Check
+
+ROWS = {"server": "ops", "table": "t", "column": "x", "reduce": "mean"}
+
+
+def _check(where: dict, lookups: dict | None = None) -> Check:
+    measures = {"a": {**ROWS, "where": where}}
+    return Check.from_dict(
+        {"measures": measures, "lookups": lookups or {}, "value": "a", "op": ">", "threshold": 1}
+    )
+
+
+def test_every_name_is_an_input_field_a_lookup_or_the_time():
+    check = _check({"site": "$site", "robot": "$robot", "at": "$timestamp", "kind": "robot"},
+                   {"robot": {"server": "ops", "table": "r", "column": "id",
+                              "where": {"station": "$station"}}})  # fmt: skip
+    assert unbound(check, ["site", "station"]) is None
+    assert unbound(check, ["site"]) == (
+        "lookups.robot.where.station: $station is not an input field or lookup ($site, $timestamp)"
+    )
+
+
+def test_a_lookup_binds_only_the_lookups_before_it():
+    lookups = {
+        "b": {"server": "ops", "table": "r", "column": "id", "where": {"id": "$c"}},
+        "c": {"server": "ops", "table": "r", "column": "id", "where": {"site": "$site"}},
+    }
+    assert unbound(_check({"id": "$b"}, lookups), ["site"]) == (
+        "lookups.b.where.id: $c is not an input field or lookup ($site, $timestamp)"
+    )
+    ordered = {"c": lookups["c"], "b": lookups["b"]}
+    assert unbound(_check({"id": "$b"}, ordered), ["site"]) is None
+    # a measurement names an undefined lookup: what the spec runner would say at run time
+    assert unbound(_check({"id": "$x"}), ["site"]) == (
+        "measures.a.where.id: $x is not an input field or lookup ($site, $timestamp)"
+    )
