@@ -39,3 +39,27 @@ def test_a_lookup_binds_only_the_lookups_before_it():
     assert unbound(_check({"id": "$x"}), ["site"]) == (
         "measures.a.where.id: $x is not an input field or lookup ($site, $timestamp)"
     )
+
+
+def test_every_library_spec_binds_what_each_entry_type_reaching_its_node_carries():
+    from sopgraph.examples import EXAMPLES
+    from sopgraph.graphs.loader import load_sop
+    from sopgraph.graphs.topology import reachable
+    from sopgraph.tools.registry import Registry
+    from sopgraph.tools.toolmaker.grammar import bound_fields
+
+    checked = 0
+    for folder in sorted(p.parent for p in EXAMPLES.rglob("sop.yaml")):
+        if not (folder / "tools" / "manifest.json").exists():
+            continue
+        sop, registry = load_sop(folder), Registry(folder / "tools")
+        for kind, starts in sop.entry.items():
+            fields = bound_fields(sop, kind if len(sop.entry) > 1 else None)
+            for node in reachable(sop, list(starts)):
+                if not registry.has(sop.nodes[node].tool_name):
+                    continue
+                spec = getattr(registry.resolve(sop.nodes[node].tool_name).fn, "spec", None)
+                if spec is not None:
+                    checked += 1
+                    assert unbound(spec, fields) is None, (folder.name, kind, node)
+    assert checked >= 65  # the triage library's (entry type, node) pairs alone
