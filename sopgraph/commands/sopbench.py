@@ -91,9 +91,11 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--samples",
         type=int,
-        default=4,
+        default=8,
         metavar="N",
-        help="making: rule replies sampled on SOPGRAPH_MODEL (default: %(default)s)",
+        help="making: rule replies sampled on SOPGRAPH_MODEL (default: %(default)s; a make is "
+        "as good as the best rule it draws, and 4 drew no good one on some CPUs: "
+        "docs/sopbench-made.md)",
     )
     p.add_argument(
         "--make-inputs",
