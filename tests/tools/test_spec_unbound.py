@@ -19,10 +19,18 @@ def test_every_name_is_an_input_field_a_lookup_or_the_time():
     check = _check({"site": "$site", "robot": "$robot", "at": "$timestamp", "kind": "robot"},
                    {"robot": {"server": "ops", "table": "r", "column": "id",
                               "where": {"station": "$station"}}})  # fmt: skip
-    assert unbound(check, ["site", "station"]) is None
-    assert unbound(check, ["site"]) == (
+    assert unbound(check, ["site", "station", "timestamp"]) is None
+    assert unbound(check, ["site", "timestamp"]) == (
         "lookups.robot.where.station: $station is not an input field or lookup ($site, $timestamp)"
     )
+    # the input's time is a field like any other, except as a record field's `of`
+    assert unbound(check, ["site", "station"]) == (
+        "measures.a.where.at: $timestamp is not an input field or lookup ($robot, $site, $station)"
+    )
+    record = {"server": "s", "tool": "get", "args": {"id": "$id"}, "field": "at", "within_days": 3}
+    check = Check.from_dict({"measures": {"a": record}, "value": "a", "op": ">", "threshold": 0})
+    assert unbound(check, ["id"]) is None  # `of` defaults to $timestamp
+    assert unbound(check, []) == "measures.a.args.id: $id is not an input field or lookup (none)"
 
 
 def test_a_lookup_binds_only_the_lookups_before_it():
@@ -31,13 +39,13 @@ def test_a_lookup_binds_only_the_lookups_before_it():
         "c": {"server": "ops", "table": "r", "column": "id", "where": {"site": "$site"}},
     }
     assert unbound(_check({"id": "$b"}, lookups), ["site"]) == (
-        "lookups.b.where.id: $c is not an input field or lookup ($site, $timestamp)"
+        "lookups.b.where.id: $c is not an input field or lookup ($site)"
     )
     ordered = {"c": lookups["c"], "b": lookups["b"]}
     assert unbound(_check({"id": "$b"}, ordered), ["site"]) is None
     # a measurement names an undefined lookup: what the spec runner would say at run time
     assert unbound(_check({"id": "$x"}), ["site"]) == (
-        "measures.a.where.id: $x is not an input field or lookup ($site, $timestamp)"
+        "measures.a.where.id: $x is not an input field or lookup ($site)"
     )
 
 

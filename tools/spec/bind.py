@@ -71,8 +71,9 @@ def _refs(path: str, value: Any) -> list[tuple[str, str]]:
 def unbound(check: Check, fields: list[str]) -> str | None:
     """Why ``check`` cannot bind its names on a run whose input has ``fields`` (None: it can),
     in the spec runner's words: each ``$name`` is an input field or a lookup named before it
-    (the lookups run in order, then every measurement), ``$timestamp`` the input's time."""
-    known = {*fields, "timestamp"}
+    (the lookups run in order, then every measurement); a record field's ``of`` may also be
+    ``$timestamp``, the input's time, which the runner reads as the input gives it."""
+    known = set(fields)
     found: list[tuple[str, str, set[str]]] = []
     for name, lookup in check.lookups.items():
         found += [(p, r, set(known)) for p, r in _refs(f"lookups.{name}.where", lookup.where)]
@@ -81,7 +82,7 @@ def unbound(check: Check, fields: list[str]) -> str | None:
         data = m.model_dump(include={"where", "match", "args", "column", "columns", "of"})
         found += [(p, r, known) for p, r in _refs(f"measures.{key}", data)]
     for path, ref, names in found:
-        if ref[1:] not in names:
+        if ref[1:] not in names and not (path.endswith(".of") and ref == "$timestamp"):
             have = ", ".join(f"${k}" for k in sorted(names)) or "none"
             return f"{path}: {ref} is not an input field or lookup ({have})"
     return None
