@@ -22,8 +22,7 @@ class Bound:
         if isinstance(ref, str) and ref.startswith("$"):
             name = ref[1:]
             if name not in self.fields or self.fields[name] is None:
-                known = ", ".join(f"${k}" for k in sorted(self.fields)) or "none"
-                raise SpecError(f"{path}: {ref} is not an input field or lookup ({known})")
+                raise SpecError(_not_bound(path, ref, self.fields))
             return self.fields[name]
         return ref
 
@@ -57,6 +56,11 @@ class Bound:
         return params[ref]
 
 
+def _not_bound(path: str, ref: str, names: Any) -> str:
+    have = ", ".join(f"${k}" for k in sorted(names)) or "none"
+    return f"{path}: {ref} is not an input field or lookup ({have})"
+
+
 def _refs(path: str, value: Any) -> list[tuple[str, str]]:
     """The ``$name`` references in ``value`` (a string, a mapping or a list), with their paths."""
     if isinstance(value, str):
@@ -68,21 +72,25 @@ def _refs(path: str, value: Any) -> list[tuple[str, str]]:
     return []
 
 
+def _first_unbound(refs: list[tuple[str, str]], known: set[str]) -> str | None:
+    for path, ref in refs:
+        if ref[1:] not in known and not (path.endswith(".of") and ref == "$timestamp"):
+            return _not_bound(path, ref, known)
+    return None
+
+
 def unbound(check: Check, fields: list[str]) -> str | None:
     """Why ``check`` cannot bind its names on a run whose input has ``fields`` (None: it can),
     in the spec runner's words: each ``$name`` is an input field or a lookup named before it
     (the lookups run in order, then every measurement); a record field's ``of`` may also be
     ``$timestamp``, the input's time, which the runner reads as the input gives it."""
     known = set(fields)
-    found: list[tuple[str, str, set[str]]] = []
     for name, lookup in check.lookups.items():
-        found += [(p, r, set(known)) for p, r in _refs(f"lookups.{name}.where", lookup.where)]
+        if why := _first_unbound(_refs(f"lookups.{name}.where", lookup.where), known):
+            return why
         known.add(name)
     for key, m in check.measures.items():
         data = m.model_dump(include={"where", "match", "args", "column", "columns", "of"})
-        found += [(p, r, known) for p, r in _refs(f"measures.{key}", data)]
-    for path, ref, names in found:
-        if ref[1:] not in names and not (path.endswith(".of") and ref == "$timestamp"):
-            have = ", ".join(f"${k}" for k in sorted(names)) or "none"
-            return f"{path}: {ref} is not an input field or lookup ({have})"
+        if why := _first_unbound(_refs(f"measures.{key}", data), known):
+            return why
     return None

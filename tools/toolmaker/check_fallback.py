@@ -177,7 +177,7 @@ class CheckFallback:
         brief = brief_for(self.sop, node, dict(self.sop.params), catalog)
         data = full.only(brief.server_names)
         # the fields a run of this entry type carries; with no input declared, this run's
-        kind = ctx.input.get("type") if len(self.sop.entry) > 1 else None
+        kind = ctx.input.get("type")
         fields = bound_fields(self.sop, kind) or sorted(f for f in ctx.input if f != "type")
         try:
             reply = spec_model(data, params_of(brief, node.text), fields, list(node.data))

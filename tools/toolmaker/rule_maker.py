@@ -246,7 +246,7 @@ async def make_rule(
     sop: str,
     cases: list[dict[str, Any]],
     allowed: dict[str, list[str]],
-    samples: int = 8,
+    samples: int,
     model_name: str = "",
     progress: Callable[[int, int, str], None] | None = None,
     repairs: bool = True,
