@@ -14,7 +14,14 @@ from sopgraph.graphs.loader import load_sop
 from sopgraph.tools.spec import Check, SeriesMeasure
 from sopgraph.tools.spec.measures import OPERATORS, OUTCOMES
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
-from sopgraph.tools.toolmaker.grammar import as_spec_dict, narrow, response_format, spec_model
+from sopgraph.tools.toolmaker.demos import canonical
+from sopgraph.tools.toolmaker.grammar import (
+    as_spec_dict,
+    hinted_families,
+    narrow,
+    response_format,
+    spec_model,
+)
 
 SERVICE = EXAMPLES / "service_interruption"
 ENTERPRISE = EXAMPLES / "enterprise"
@@ -145,3 +152,69 @@ def test_record_fields_come_from_the_output_schema_only():
     wrapped = {"type": "object", "properties": {"result": {"type": "object"}}}
     assert CatalogTool("crm", "raw", "", {}, wrapped).record_fields() == {}
     assert CatalogTool("crm", "untyped", "", {}).record_fields() == {}
+
+
+def _wide() -> DataCatalog:
+    """A wide table: one reading per zone, and two counters that differ by one word."""
+    cols = ["site", "at", "zone_a_load_ratio", "zone_b_load_ratio", "zone_c_load_ratio",
+            "inbound_faults_total", "outbound_faults_total", "note_a", "note_b"]  # fmt: skip
+    types = {f"readings.{c}": "DOUBLE" for c in cols[2:5]}
+    types |= {"readings.at": "TIMESTAMP", "readings.inbound_faults_total": "BIGINT",
+              "readings.outbound_faults_total": "BIGINT", "readings.note_a": "TEXT",
+              "readings.note_b": "TEXT"}  # fmt: skip
+    return DataCatalog(tables={"plant": {"readings": cols}}, types=types)
+
+
+def test_a_tables_column_families_are_its_numbers_named_alike_but_for_one_word():
+    zones = ["zone_a_load_ratio", "zone_b_load_ratio", "zone_c_load_ratio"]
+    faults = ["inbound_faults_total", "outbound_faults_total"]
+    assert _wide().families("readings") == [zones, faults]  # text columns form none
+    assert DataCatalog(tables={"s": {"t": ["x"]}}).families("t") == []
+
+
+def test_a_family_is_offered_where_the_hints_name_it_and_never_where_they_pin_a_column():
+    zones = ["zone_a_load_ratio", "zone_b_load_ratio", "zone_c_load_ratio"]
+    faults = ["inbound_faults_total", "outbound_faults_total"]
+    data = _wide()
+    assert hinted_families(data, "plant", "readings", ["plant.zone_load"]) == [zones]
+    assert hinted_families(data, "plant", "readings", ["plant.readings"]) == [zones, faults]
+    assert hinted_families(data, "plant", "readings", []) == [zones, faults]
+    assert hinted_families(data, "plant", "readings", ["plant.zone_a_load_ratio"]) == []
+
+
+def test_a_family_reply_reads_several_columns_and_takes_across_them():
+    reply = spec_model(_wide(), ["max_load_pct"], ["site"], ["plant.zone_load"])
+    defs = _schema(reply)["$defs"]
+    family = defs["RowsPlantReadingsZoneALoadRatioColumns"]["properties"]
+    assert list(family) == ["server", "table", "columns", "where", "time_column", "minutes",
+                            "reduce", "across", "default"]  # fmt: skip
+    assert "RowsPlantReadingsInboundFaultsTotalColumns" not in defs  # the hint names the zones
+    filled = reply.model_validate({"spec": {
+        "value": "a", "scale": 100, "op": ">", "threshold": "max_load_pct", "missing": "no_data",
+        "measures": {"a": {"server": "plant", "table": "readings",
+                           "columns": ["zone_a_load_ratio", "zone_c_load_ratio"],
+                           "where": {"site": "$site"}, "time_column": "at", "minutes": 10,
+                           "reduce": "mean", "across": "max"}},
+    }})  # fmt: skip
+    check = Check.from_dict(as_spec_dict(filled))
+    assert check.measures["a"].columns == ("zone_a_load_ratio", "zone_c_load_ratio")
+    assert check.measures["a"].across == "max"
+    with pytest.raises(ValueError):  # a column of no family
+        reply.model_validate({"spec": {
+            **filled.model_dump()["spec"],
+            "measures": {"a": {**filled.model_dump()["spec"]["measures"]["a"],
+                               "columns": ["note_a", "note_b"]}},
+        }})  # fmt: skip
+
+
+def test_a_demonstration_reading_several_columns_is_shown_as_the_grammar_writes_it():
+    spec = {"value": "a", "op": ">", "threshold": "x", "measures": {"a": {
+        "server": "plant", "table": "readings", "columns": ["zone_a_load_ratio"],
+        "where": {"site": "$site"}, "reduce": "mean", "across": "max"}}}  # fmt: skip
+    shown = canonical(spec)["measures"]["a"]
+    assert list(shown) == ["server", "table", "columns", "where", "time_column", "minutes",
+                           "reduce", "across"]  # fmt: skip
+    assert "column" not in shown  # not a null column beside them: the model copies what it sees
+    one = canonical({**spec, "measures": {"a": {"server": "plant", "table": "readings",
+                                                "reduce": "count"}}})  # fmt: skip
+    assert one["measures"]["a"]["column"] is None

@@ -21,6 +21,8 @@ from typing import Any
 from sopgraph.tools.toolmaker.catalog import Catalog
 
 TIME_TYPES = ("TIMESTAMP", "DATETIME", "DATE")  # PostgreSQL's "timestamp without time zone" too
+NUMBER_TYPES = ("DOUBLE", "REAL", "FLOAT", "NUMERIC", "DECIMAL", "INTEGER", "INT", "BIGINT",
+                "SMALLINT")  # fmt: skip
 
 
 def _first_word(sql_type: str) -> str:
@@ -134,6 +136,25 @@ class DataCatalog:
         timed = [c for c in cols if _first_word(self.types.get(f"{table}.{c}", "")) in TIME_TYPES]
         named = [c for c in cols if c.endswith(("_at", "_start", "interval", "_time", "ts"))]
         return list(dict.fromkeys(timed + named))
+
+    def families(self, table: str) -> list[list[str]]:
+        """The table's column families: numeric columns whose names, split at ``_``, are the
+        same but for one part (``zone_a_load_ratio``, ``zone_b_load_ratio``: one reading
+        per zone, a wide table's labels), two or more a family, in the table's order. A
+        measurement may reduce several of them and take ``across`` them, as across a metric's
+        series."""
+        cols = [c for s in self.tables.values() for c in s.get(table, [])]
+        numbers = [
+            c for c in dict.fromkeys(cols)
+            if _first_word(self.types.get(f"{table}.{c}", "")) in NUMBER_TYPES
+        ]  # fmt: skip
+        groups: dict[tuple[int, tuple[str, ...]], list[str]] = {}
+        for c in numbers:
+            parts = c.split("_")
+            for i in range(len(parts)):
+                groups.setdefault((i, tuple(parts[:i] + ["*"] + parts[i + 1 :])), []).append(c)
+        out = [g for g in groups.values() if len(g) > 1]
+        return [g for i, g in enumerate(out) if g not in out[:i]]
 
     def render(self) -> str:
         """The names as prompt text, one line a metric or table."""

@@ -30,8 +30,8 @@ from sopgraph.tools.similar import Entry, nearest
 SPEC_KEYS = ("value", "measures", "scale", "op", "threshold", "missing", "zero_division", "lookups")
 # fields the grammar always writes (a demonstration shows them even at their defaults)
 SHOWN_DEFAULTS = {"scale": 1, "missing": "no_data"}
-MEASURE_KEYS = ("server", "metric", "table", "column", "match", "where", "time_column", "minutes",
-                "reduce", "open_at", "across", "age_unit", "default")  # fmt: skip
+MEASURE_KEYS = ("server", "metric", "table", "column", "columns", "match", "where", "time_column",
+                "minutes", "reduce", "open_at", "across", "age_unit", "default")  # fmt: skip
 FIELD_KEYS = ("server", "tool", "args", "field", "equals", "one_of", "within_days", "of",
               "default")  # fmt: skip
 
@@ -67,7 +67,9 @@ def _measure(m: dict[str, Any]) -> dict[str, Any]:
         return {k: m[k] for k in FIELD_KEYS if k in m}
     full = {"reduce": "mean", **m}
     if "table" in m:  # column, time_column and minutes are required (nullable) for rows
-        full = {"column": None, "time_column": None, "minutes": None, **full}
+        full = {"time_column": None, "minutes": None, **full}
+        if not m.get("columns"):  # several columns: `columns` and `across` in its place
+            full = {"column": None, **full}
     return {k: full[k] for k in MEASURE_KEYS if k in full}
 
 

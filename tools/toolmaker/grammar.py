@@ -3,8 +3,8 @@
 ``spec_model`` returns a narrowing of the spec's model (``sopgraph.tools.spec.Check``): the
 same fields, fewer of them, each enumeration the Check's own (its operators, outcomes,
 reductions) or read from the catalog and the SOP: the node's servers, their metrics or tables,
-each table's own columns, the labels the metrics carry that the run input keys on, the typed
-records of tools the run input's fields can call and their fields' declared values, the SOP's
+each table's own columns and its column families (read across them, like a metric's series),
+the labels the metrics carry that the run input keys on, the typed records of tools the run input's fields can call and their fields' declared values, the SOP's
 parameter names, the input's fields.
 DSPy sends its JSON schema as the response format; llama.cpp compiles that into a grammar, so
 every token the model samples keeps the reply a spec of this node's world. A candidate may
@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from sopgraph.tools.spec.measures import AGGREGATES
 from sopgraph.tools.spec.model import Check, FieldMeasure, Lookup, RowsMeasure, SeriesMeasure
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 
@@ -42,6 +43,7 @@ def choices(model: type[BaseModel], name: str) -> tuple[Any, ...]:
 SERIES_REDUCES = tuple(r for r in choices(SeriesMeasure, "reduce") if r not in ("rate", "increase"))
 # the grammar leaves out the reductions no demonstration of the library shows
 ROW_REDUCES = tuple(r for r in choices(RowsMeasure, "reduce") if r not in ("first", "rises"))
+ACROSS = choices(RowsMeasure, "across")
 OPERATORS = choices(Check, "op")
 OUTCOMES = choices(Check, "missing")
 AGE_UNITS = choices(RowsMeasure, "age_unit")
@@ -126,8 +128,57 @@ def field_measures(
     return out
 
 
+def hinted_families(
+    data: DataCatalog, server: str, table: str, hints: list[str]
+) -> list[list[str]]:
+    """The column families of ``table`` (``DataCatalog.families``) a node may read: none when
+    its hints name one of the table's columns (the hint pins the column), those whose shared
+    words hold every word of a hint that names a group (``plant.zone_load``: the
+    ``zone_*_load_ratio`` columns), else (the table named, or nothing of it) all of them."""
+    families = data.families(table)
+    cols = data.tables.get(server, {}).get(table, [])
+    named = [h.split(".", 1)[1] for h in hints if h.startswith(f"{server}.")]
+    if any(n in cols for n in named):
+        return []
+    groups = [n for n in named if n != table and n not in data.tables.get(server, {})]
+    chosen = [
+        f for f in families
+        if any(set(g.split("_")) <= set(f[0].split("_")) & set(f[1].split("_")) for g in groups)
+    ]  # fmt: skip
+    return chosen or families
+
+
+def family_measures(
+    data: DataCatalog, server: str, table: str, where: type[BaseModel], times: list[str],
+    hints: list[str],
+) -> list[type[BaseModel]]:  # fmt: skip
+    """One narrowing of ``RowsMeasure`` per column family the node may read
+    (``hinted_families``): ``columns`` any of the family's, each reduced over the window, then
+    ``across`` them (the fullest of several zones: ``max``)."""
+    return [
+        narrow(
+            RowsMeasure,
+            _name("rows", server, table, *family[0].split("_"), "columns"),
+            server=(_lit([server]), ...),
+            table=(_lit([table]), ...),
+            columns=(list[_lit(family)], ...),  # type: ignore[misc]
+            where=(where, ...),
+            time_column=(_lit(times) | None, ...),
+            minutes=(_lit(WINDOWS) | None, ...),
+            reduce=(_lit(AGGREGATES), ...),
+            across=(_lit(ACROSS), ...),
+            default=(float | None, None),
+        )  # fmt: skip
+        for family in hinted_families(data, server, table, hints)
+    ]
+
+
 def spec_model(
-    data: DataCatalog, params: list[str], input_fields: list[str], hints: list[str] | None = None
+    data: DataCatalog,
+    params: list[str],
+    input_fields: list[str],
+    hints: list[str] | None = None,
+    ratio: bool = False,
 ) -> type[BaseModel]:
     """The reply ``{"spec": ...}`` for one node: a spec with every name an enumeration, in
     one of two shapes (value ``a`` over one measurement, or a formula over ``a`` and ``b``),
@@ -135,7 +186,9 @@ def spec_model(
     ``data:``), measurements read only the named metrics, tables and record tools; lookups any
     table. A
     series measurement matches on the labels its server's metrics carry that are fields of
-    the run input (``DataCatalog.keyed_labels``), each bound to an input field."""
+    the run input (``DataCatalog.keyed_labels``), each bound to an input field. With ``ratio``,
+    only the part over the whole as a percentage: two measurements, value ``a / b``, scale 100
+    (a count's repair against a percentage: ``check_repair``)."""
     read_metrics, read_tables = hinted(data, hints or [])
     refs = _lit([f"${f}" for f in input_fields]) if input_fields else str
     measures: list[type[BaseModel]] = []
@@ -184,6 +237,7 @@ def spec_model(
                         default=(float | None, None),
                     )  # fmt: skip
                 )
+                measures += family_measures(data, server, table, where, times, hints or [])
             lookups.append(
                 narrow(
                     Lookup,
@@ -207,7 +261,9 @@ def spec_model(
     if lookups:
         lookup = functools.reduce(operator.or_, lookups)
 
-    def shape(name: str, formulas: tuple[str, ...], two: bool) -> type[BaseModel]:
+    def shape(
+        name: str, formulas: tuple[str, ...], two: bool, scales: tuple[float, ...] = SCALES
+    ) -> type[BaseModel]:
         # the value comes first: choosing it chooses one measurement or two
         named = create_model(
             f"{name}Measures", __config__=STRICT, a=(measure, ...),
@@ -216,7 +272,7 @@ def spec_model(
         fields: dict[str, Any] = {
             "value": (_lit(formulas), ...),
             "measures": (named, ...),
-            "scale": (_lit(SCALES), ...),
+            "scale": (_lit(scales), ...),
             "op": (_lit(OPERATORS), ...),
             "threshold": (threshold, ...),
             "missing": (_lit(OUTCOMES), ...),
@@ -227,6 +283,9 @@ def spec_model(
             fields["lookups"] = (dict[str, lookup] | None, None)  # type: ignore[valid-type]
         return narrow(Check, name, **fields)
 
+    if ratio:
+        part = shape("PartOfWhole", ("a / b",), True, (100,))
+        return create_model("Reply", __config__=STRICT, spec=(part, ...))
     one = shape("OneMeasure", ("a",), False)
     two = shape("TwoMeasures", FORMULAS[1:], True)
     return create_model("Reply", __config__=STRICT, spec=(one | two, ...))
