@@ -271,3 +271,45 @@ def test_the_bound_fields_are_those_the_input_s_entry_type_carries(session):
     assert bound_fields(sop, "upstream_starvation") == ["site", "timestamp"]
     assert bound_fields(sop, "station_idle") == ["site", "station", "timestamp"]
     assert bound_fields(sop) == ["site", "station", "timestamp"]  # any entry type's
+
+
+@shared_loop
+async def test_a_counts_repair_is_drawn_as_the_part_over_the_whole(session, tmp_path, monkeypatch):
+    # the metric is a declared count and the text states a percentage: the repair's grammar is
+    # the two-measurement shape, value a / b and scale 100, over the same catalog
+    from sopgraph.tools.toolmaker import check_fallback
+
+    node_id = "obs_label_fail_high"
+    right = canonical(
+        Registry(EXAMPLES / "fc_alarm_triage" / "tools").resolve(node_id).fn.spec.to_dict()
+    )
+    count = {**right, "measures": {"a": {**right["measures"]["a"], "reduce": "count"}}}
+    formats = []
+
+    async def spy(module, lm, fmt, config, texts):
+        formats.append(fmt["schema"])
+        return await real(module, lm, fmt, config, texts)
+
+    real = check_fallback.sample_spec
+    monkeypatch.setattr(check_fallback, "sample_spec", spy)
+    fallback, _, lm, node, ctx = setup(
+        session, tmp_path, [{"spec": count}, {"spec": right}], samples=1, node_id=node_id
+    )
+    await fallback.decide(node, ctx)
+    first, repair = formats
+    assert "OneMeasure" in first["$defs"] and "PartOfWhole" not in first["$defs"]
+    part = repair["$defs"]["PartOfWhole"]["properties"]
+    assert "OneMeasure" not in repair["$defs"]
+    assert part["value"]["const"] == "a / b" and part["scale"]["const"] == 100
+    assert set(part["measures"]["$ref"].split("/")[-1:]) == {"PartOfWholeMeasures"}
+    # a count that the validator rejects first (a $name the input does not carry) is repaired
+    # for that reason, under the node's own grammar
+    formats.clear()
+    unbound = {**count, "measures": {"a": {**count["measures"]["a"], "match": {"site": "$nope"}}}}
+    fallback, _, lm, node, ctx = setup(
+        session, tmp_path, [{"spec": unbound}, {"spec": right}], samples=1, node_id=node_id
+    )
+    outcome = await fallback.decide(node, ctx)
+    assert outcome.detail["check"]["samples"][0]["repaired"].startswith("measures.a.match.site")
+    first, repair = formats
+    assert repair == first

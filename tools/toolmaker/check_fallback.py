@@ -18,11 +18,12 @@ threshold not stated as a percentage takes scale 1 and an age is counted in the 
 time unit; a comparison the text states in words (``above {x}``, ``{x} or more``:
 ``stated_ops``) sets the operator; a test of a record field's declared value takes the value
 the node's branches state (``check_polarity``). A Check no scale reconciles (a count against a
-percentage), or one reading a time column's min or mean as a number, goes back like one the
-validator rejects. Every sample votes the verdict its Check gives; the most-voted verdict wins.
-A tie, or no Check that runs, leaves the node unresolved with the reason: no guess. The Check
-that gave the winning verdict is registered as a new, inactive version (``author:
-fallback:<model>``) that ``sopgraph shadow`` compares and a person promotes.
+percentage: its repair is drawn as ``a / b`` with scale 100, ``check_repair``), or one reading
+a time column's min or mean as a number, goes back like one the validator rejects. Every
+sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no Check
+that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
+winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
+``sopgraph shadow`` compares and a person promotes.
 
 It lives in the tool-maker's package, not ``nodes/``: the executors may not import the
 tool-maker (pyproject's import contracts); the runtime builds it and hands it to the chain.
@@ -36,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import Counter
@@ -51,10 +53,10 @@ from sopgraph.graphs.model import Node, Sop, Verdict
 from sopgraph.prompts.toolmaker import CheckMakerModule
 from sopgraph.tools.registry import Registry, RegistryError
 from sopgraph.tools.spec import Check, SpecError, trace
-from sopgraph.tools.spec.bind import unbound
 from sopgraph.tools.toolmaker import check_units as units_in
 from sopgraph.tools.toolmaker.catalog import Catalog
 from sopgraph.tools.toolmaker.check_polarity import stated_test
+from sopgraph.tools.toolmaker.check_repair import feedback, rejected, repair_format
 from sopgraph.tools.toolmaker.context import brief_for
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import library_specs, nearest
@@ -180,7 +182,8 @@ class CheckFallback:
         kind = ctx.input.get("type")
         fields = bound_fields(self.sop, kind) or sorted(f for f in ctx.input if f != "type")
         try:
-            reply = spec_model(data, params_of(brief, node.text), fields, list(node.data))
+            params = params_of(brief, node.text)
+            reply = spec_model(data, params, fields, list(node.data))
         except ValueError as exc:  # no Check fits: the next executor (free code) may
             raise Unavailable(f"no Check fits this node: {exc}") from None
         demos = nearest(
@@ -190,7 +193,8 @@ class CheckFallback:
             sop=self.sop, node=node, brief=brief, data=data, runner=None,  # type: ignore[arg-type]
             demos=demos, input_fields=fields, lm=self.lm, model=self.model,
         )  # fmt: skip
-        tally, spent = await self._sample(deps, reply, ctx)
+        ratio = functools.partial(spec_model, data, params, fields, list(node.data), ratio=True)
+        tally, spent = await self._sample(deps, reply, ratio, ctx)
         detail: dict[str, Any] = {
             "samples": [c.row() for c in tally.candidates],
             "votes": tally.votes(),
@@ -228,12 +232,14 @@ class CheckFallback:
         return self._catalogs[id(pool)]
 
     async def _sample(
-        self, deps: SpecDeps, reply: Any, ctx: ToolContext
+        self, deps: SpecDeps, reply: Any, ratio: Callable[[], Any], ctx: ToolContext
     ) -> tuple[Tally, Usage | None]:
         """The node's Checks run on the input, and the tokens drawing them spent (None: none)."""
         fmt = response_format(reply)
         texts = inputs(deps, CONFIG, "none")
         units, text = deps.data.units, deps.node.text
+        ratio_fmt = lambda: response_format(ratio())  # noqa: E731 - built when needed
+        repair_fmt = repair_format(fmt, ratio_fmt, units, text, deps.input_fields)
 
         def check_problem(spec: dict[str, Any] | None) -> str | None:
             if spec is None:
@@ -263,7 +269,9 @@ class CheckFallback:
             spec, polarity = stated_test(spec, deps.data.records, self.sop, deps.node)
             return spec, "; ".join(n for n in [*notes, polarity] if n) or None
 
-        drawn, spent = await self._drawn(deps.node.id, fmt, texts, check_problem, settle)
+        drawn, spent = await self._drawn(
+            deps.node.id, fmt, texts, check_problem, settle, repair_fmt
+        )
         # every distinct MCP call once: candidates often read the same data
         run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
         tally, seen = Tally(), {}
@@ -289,13 +297,15 @@ class CheckFallback:
         texts: dict[str, str],
         check: Callable[[dict[str, Any] | None], str | None],
         settle: Callable[[dict[str, Any] | None], tuple[dict[str, Any] | None, str | None]],
+        repair_fmt: Callable[[dict[str, Any]], dict[str, Any]],
     ) -> tuple[list[Drawn], Usage | None]:
         """The node's sampled Checks: drawn once per prompt, then run on every input; with the
         tokens the draw spent, or None when they were drawn before.
 
         A Check drawn for one input is the same program for the next (the prompt holds no input
         values); a changed prompt (catalog, library) draws anew. Each sample is settled and
-        checked; a rejected one goes back once with the reason, its repair settled and checked.
+        checked; a rejected one goes back once with the reason (under ``repair_fmt``'s
+        grammar), its repair settled and checked.
         """
         key = hashlib.sha256(
             json.dumps([node_id, fmt, texts], sort_keys=True, default=str).encode()
@@ -317,9 +327,9 @@ class CheckFallback:
                 continue
             seen = json.dumps(spec, sort_keys=True)
             if seen not in repaired:  # each distinct rejected Check goes back once
-                again = {**texts, "feedback": repair_feedback(spec, why)}
+                again = {**texts, "feedback": feedback(spec, why)}
                 fixed, fixed_problem, used = await sample_spec(
-                    self.module, self.lm, fmt, sample_config(i, i), again
+                    self.module, self.lm, repair_fmt(spec), sample_config(i, i), again
                 )
                 spent.add(used)
                 fixed, fixed_settled = settle(fixed)
@@ -358,28 +368,6 @@ def fallback_candidates(registry: Registry) -> list[str]:
         for v in e.versions
         if v.author.startswith("fallback:")
     ]
-
-
-def rejected(spec: dict[str, Any] | None, fields: list[str] | None = None) -> str | None:
-    """Why the validator rejects a sampled Check, or (given the run input's ``fields``) why
-    it cannot bind its ``$names`` on it (None: it is valid, or there is none)."""
-    if spec is None:
-        return None
-    try:
-        check = Check.from_dict(spec)
-        check.validate()
-    except SpecError as exc:
-        return str(exc)
-    return unbound(check, fields) if fields is not None else None
-
-
-def repair_feedback(spec: dict[str, Any], why: str) -> str:
-    """The feedback a rejected Check goes back with: the Check and the validator's one line
-    (the grammar holds each field to its names; a rule between fields is the validator's)."""
-    return (
-        f"this spec was rejected:\n{json.dumps(spec, sort_keys=True)}\n"
-        f"why: {why}\nwrite the spec again without this problem"
-    )
 
 
 async def _run(cand: Candidate, spec: dict[str, Any], inp: dict[str, Any], ctx: Any) -> None:

@@ -112,6 +112,13 @@ def implied_scale(spec: dict[str, Any], units: dict[str, str], text: str) -> tup
     return None
 
 
+def counts_as_percentage(spec: dict[str, Any], units: dict[str, str], text: str) -> bool:
+    """Whether the Check's value is a count and its threshold a percentage (declared both):
+    a percentage of counts is the part over the whole."""
+    both = _both_units(spec, units, text)
+    return both is not None and both[0] == "%" and both[1] == COUNT
+
+
 def unit_problem(spec: dict[str, Any], units: dict[str, str], text: str) -> str | None:
     """Why the Check's scaled value is not in its threshold's unit (None: it is, or a unit is
     not declared)."""
