@@ -238,8 +238,7 @@ class CheckFallback:
         fmt = response_format(reply)
         texts = inputs(deps, CONFIG, "none")
         units, text = deps.data.units, deps.node.text
-        ratio_fmt = lambda: response_format(ratio())  # noqa: E731 - built when needed
-        repair_fmt = repair_format(fmt, ratio_fmt, units, text, deps.input_fields)
+        repair_fmt = repair_format(fmt, ratio, units, text, deps.input_fields)
 
         def check_problem(spec: dict[str, Any] | None) -> str | None:
             if spec is None:

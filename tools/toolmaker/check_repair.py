@@ -15,9 +15,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel
+
 from sopgraph.tools.spec import Check, SpecError
 from sopgraph.tools.spec.bind import unbound
 from sopgraph.tools.toolmaker import check_units as units_in
+from sopgraph.tools.toolmaker.grammar import response_format
 
 
 def rejected(spec: dict[str, Any] | None, fields: list[str] | None = None) -> str | None:
@@ -44,18 +47,19 @@ def feedback(spec: dict[str, Any], why: str) -> str:
 
 def repair_format(
     fmt: dict[str, Any],
-    ratio: Callable[[], dict[str, Any]],
+    ratio: Callable[[], type[BaseModel]],
     units: dict[str, str],
     text: str,
     fields: list[str],
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The reply format a rejected Check's repair is drawn under: ``ratio()`` where what sent
-    it back is its units (the validator and its bindings pass it, and its value is a count
-    against a percentage), else the node's own ``fmt``: a repair answers the reason given."""
+    """The reply format a rejected Check's repair is drawn under: the ``ratio()`` reply's
+    where what sent it back is its units (the validator and its bindings pass it, and its value
+    is a count against a percentage), else the node's own ``fmt``: a repair answers the reason
+    given."""
 
     def format_for(spec: dict[str, Any]) -> dict[str, Any]:
         if rejected(spec, fields) is None and units_in.counts_as_percentage(spec, units, text):
-            return ratio()
+            return response_format(ratio())
         return fmt
 
     return format_for

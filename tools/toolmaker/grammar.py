@@ -4,8 +4,9 @@
 same fields, fewer of them, each enumeration the Check's own (its operators, outcomes,
 reductions) or read from the catalog and the SOP: the node's servers, their metrics or tables,
 each table's own columns and its column families (read across them, like a metric's series),
-the labels the metrics carry that the run input keys on, the typed records of tools the run input's fields can call and their fields' declared values, the SOP's
-parameter names, the input's fields.
+the labels the metrics carry that the run input keys on, the typed records of tools the run
+input's fields can call and their fields' declared values, the SOP's parameter names, the
+input's fields.
 DSPy sends its JSON schema as the response format; llama.cpp compiles that into a grammar, so
 every token the model samples keeps the reply a spec of this node's world. A candidate may
 still be wrong (the wrong metric, window or comparison), never unparsable or made up.
@@ -136,11 +137,11 @@ def hinted_families(
     words hold every word of a hint that names a group (``plant.zone_load``: the
     ``zone_*_load_ratio`` columns), else (the table named, or nothing of it) all of them."""
     families = data.families(table)
-    cols = data.tables.get(server, {}).get(table, [])
+    tables = data.tables.get(server, {})
     named = [h.split(".", 1)[1] for h in hints if h.startswith(f"{server}.")]
-    if any(n in cols for n in named):
+    if any(n in tables.get(table, []) for n in named):
         return []
-    groups = [n for n in named if n != table and n not in data.tables.get(server, {})]
+    groups = [n for n in named if n not in tables]  # neither a column nor a table: a group
     chosen = [
         f for f in families
         if any(set(g.split("_")) <= set(f[0].split("_")) & set(f[1].split("_")) for g in groups)
