@@ -313,3 +313,19 @@ async def test_a_counts_repair_is_drawn_as_the_part_over_the_whole(session, tmp_
     assert outcome.detail["check"]["samples"][0]["repaired"].startswith("measures.a.match.site")
     first, repair = formats
     assert repair == first
+
+
+@shared_loop
+async def test_a_check_its_comparison_decides_before_reading_goes_back(session, tmp_path):
+    # a count of rows compared ">= 0" is true on every input: it cannot vote, so it goes back
+    # with the reason, and its repair (the library's own Check) votes in its place
+    rows = {**RIGHT["measures"]["a"], "column": None, "reduce": "count"}
+    always = {**RIGHT, "measures": {"a": rows}, "scale": 1, "op": ">=", "threshold": 0}
+    answers = [{"spec": always}, {"spec": RIGHT}, {"spec": RIGHT}, {"spec": RIGHT}]
+    fallback, _, lm, node, ctx = setup(session, tmp_path, answers)
+    outcome = await fallback.decide(node, ctx)
+    samples = outcome.detail["check"]["samples"]
+    assert samples[0]["repaired"].startswith("op >= 0: the value is a count, never below 0")
+    assert samples[0]["spec"] == RIGHT
+    assert outcome.detail["check"]["votes"] == {"true": 3}
+    assert "true before any data is read" in lm.history[1]["messages"][-1]["content"]

@@ -19,7 +19,8 @@ time unit; a comparison the text states in words (``above {x}``, ``{x} or more``
 ``stated_ops``) sets the operator; a test of a record field's declared value takes the value
 the node's branches state (``check_polarity``). A Check no scale reconciles (a count against a
 percentage: its repair is drawn as ``a / b`` with scale 100, ``check_repair``), or one reading
-a time column's min or mean as a number, goes back like one the validator rejects. Every
+a time column's min or mean as a number, or one its comparison decides before reading (a count
+``>= 0``: ``check_repair.decided``), goes back like one the validator rejects. Every
 sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no Check
 that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
@@ -56,7 +57,7 @@ from sopgraph.tools.spec import Check, SpecError, trace
 from sopgraph.tools.toolmaker import check_units as units_in
 from sopgraph.tools.toolmaker.catalog import Catalog
 from sopgraph.tools.toolmaker.check_polarity import stated_test
-from sopgraph.tools.toolmaker.check_repair import feedback, rejected, repair_format
+from sopgraph.tools.toolmaker.check_repair import decided, feedback, rejected, repair_format
 from sopgraph.tools.toolmaker.context import brief_for
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import library_specs, nearest
@@ -244,7 +245,8 @@ class CheckFallback:
             if spec is None:
                 return None
             return (rejected(spec, deps.input_fields) or units_in.unit_problem(spec, units, text)
-                    or units_in.time_problem(spec, deps.data.time_columns))  # fmt: skip
+                    or units_in.time_problem(spec, deps.data.time_columns)
+                    or decided(spec))  # fmt: skip
 
         stated = stated_ops(text)
 

@@ -36,6 +36,30 @@ def rejected(spec: dict[str, Any] | None, fields: list[str] | None = None) -> st
     return unbound(check, fields) if fields is not None else None
 
 
+def decided(spec: dict[str, Any] | None) -> str | None:
+    """Why the Check's verdict is settled before any data is read: its value is one count (never
+    below 0, as its scale is positive) and its comparison holds, or fails, for every count
+    (``>= 0`` is always true, ``< 0`` never). None: the data can decide it, or the threshold
+    is a parameter, whose value the run binds."""
+    if spec is None or str(spec.get("value", "")).strip() not in (spec.get("measures") or {}):
+        return None
+    m = spec["measures"][str(spec["value"]).strip()]
+    t, op, scale = spec.get("threshold"), spec.get("op"), spec.get("scale", 1)
+    if not isinstance(m, dict) or m.get("reduce") != "count" or (m.get("default") or 0) < 0:
+        return None
+    if isinstance(t, bool) or not isinstance(t, int | float) or not scale or scale < 0:
+        return None
+    always = {">=": t <= 0, ">": t < 0}.get(op)
+    never = {"<": t <= 0, "<=": t < 0}.get(op)
+    if always or never:
+        return (
+            f"op {op} {t}: the value is a count, never below 0, so this comparison is "
+            f"{'true' if always else 'false'} before any data is read: 'any' is > 0, 'none' "
+            "is <= 0, 'at least n' is >= n"
+        )
+    return None
+
+
 def feedback(spec: dict[str, Any], why: str) -> str:
     """The feedback a rejected Check goes back with: the Check and the validator's one line
     (the grammar holds each field to its names; a rule between fields is the validator's)."""
