@@ -88,14 +88,33 @@ async def test_the_majority_verdict_wins_and_its_check_is_a_candidate_version(se
 
 @shared_loop
 async def test_disagreement_leaves_the_node_unresolved_with_the_votes(session, tmp_path):
-    fallback, registry, _, node, ctx = setup(
-        session, tmp_path, [{"spec": RIGHT}, {"spec": WRONG}], samples=2
-    )
+    # a tie draws as many samples again, once; they tie too
+    answers = [{"spec": RIGHT}, {"spec": WRONG}, {"spec": WRONG}, {"spec": RIGHT}]
+    fallback, registry, lm, node, ctx = setup(session, tmp_path, answers, samples=2)
     outcome = await fallback.decide(node, ctx)
     assert outcome.verdict is None
-    assert outcome.error == "the sampled Checks disagree: 1 false, 1 true; no verdict taken"
-    assert outcome.detail["check"]["votes"] == {"true": 1, "false": 1}
+    assert outcome.error == "the sampled Checks disagree: 2 false, 2 true; no verdict taken"
+    assert outcome.detail["check"]["votes"] == {"true": 2, "false": 2}
+    assert len(lm.history) == 4
     assert registry.list() == []  # nothing worked: nothing is registered
+
+
+@shared_loop
+async def test_a_tie_draws_as_many_samples_again_once_and_only_on_a_tie(session, tmp_path):
+    answers = [{"spec": RIGHT}, {"spec": WRONG}, {"spec": RIGHT}, {"spec": RIGHT}]
+    fallback, _, lm, node, ctx = setup(session, tmp_path, answers, samples=2)
+    outcome = await fallback.decide(node, ctx)
+    assert outcome.verdict is not None and outcome.verdict.value == "true"
+    assert outcome.detail["check"]["votes"] == {"true": 3, "false": 1}
+    assert len(lm.history) == 4 and outcome.detail["check"]["drawn"] is True
+    # the next input reads the first two again (they tie on it too): the four drawn, no call
+    again = await fallback.decide(node, ctx)
+    assert again.detail["check"]["votes"] == {"true": 3, "false": 1}
+    assert len(lm.history) == 4 and again.detail["check"]["drawn"] is False
+    # no tie, no more samples: two that agree are the verdict
+    agree, _, lm, node, ctx = setup(session, tmp_path, [{"spec": RIGHT}] * 4, samples=2)
+    outcome = await agree.decide(node, ctx)
+    assert outcome.detail["check"]["votes"] == {"true": 2} and len(lm.history) == 2
 
 
 @shared_loop

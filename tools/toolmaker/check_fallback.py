@@ -21,8 +21,9 @@ the node's branches state (``check_polarity``). A Check no scale reconciles (a c
 percentage: its repair is drawn as ``a / b`` with scale 100, ``check_repair``), or one reading
 a time column's min or mean as a number, or one its comparison decides before reading (a count
 ``>= 0``: ``check_repair.decided``), goes back like one the validator rejects. Every
-sample votes the verdict its Check gives; the most-voted verdict wins. A tie, or no Check
-that runs, leaves the node unresolved with the reason: no guess. The Check that gave the
+sample votes the verdict its Check gives; the most-voted verdict wins. A tie draws as many
+samples again, once (``check_votes``); a tie then, or no Check that runs, leaves the node
+unresolved with the reason: no guess. The Check that gave the
 winning verdict is registered as a new, inactive version (``author: fallback:<model>``) that
 ``sopgraph shadow`` compares and a person promotes.
 
@@ -41,9 +42,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -58,6 +57,7 @@ from sopgraph.tools.toolmaker import check_units as units_in
 from sopgraph.tools.toolmaker.catalog import Catalog
 from sopgraph.tools.toolmaker.check_polarity import stated_test
 from sopgraph.tools.toolmaker.check_repair import decided, feedback, rejected, repair_format
+from sopgraph.tools.toolmaker.check_votes import Candidate, Tally
 from sopgraph.tools.toolmaker.context import brief_for
 from sopgraph.tools.toolmaker.data_catalog import DataCatalog
 from sopgraph.tools.toolmaker.demos import library_specs, nearest
@@ -85,56 +85,6 @@ Drawn = tuple[dict[str, Any] | None, str | None, str | None, str | None]
 
 class NoModel(Exception):
     """The Check fallback was asked for without a DSPy LM (a user's configuration)."""
-
-
-@dataclass
-class Candidate:
-    """One sample: its Check (None: the reply was unusable), and what the Check gave."""
-
-    index: int
-    spec: dict[str, Any] | None
-    problem: str | None = None
-    verdict: str | None = None
-    observed: Any = None
-    same_as: int | None = None  # the earlier sample that gave the same Check
-    repaired: str | None = None  # why the validator rejected the first draw, sent back once
-    settled: str | None = None  # the scale the units set and the operator the text states
-
-    def row(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-
-@dataclass
-class Tally:
-    """The samples' votes and the verdict they reach (None: a tie or no vote)."""
-
-    candidates: list[Candidate] = field(default_factory=list)
-
-    def votes(self) -> dict[str, int]:
-        return dict(Counter(c.verdict for c in self.candidates if c.verdict is not None))
-
-    def winner(self) -> tuple[str | None, str | None]:
-        """(verdict, None), or (None, why there is none)."""
-        votes = self.votes()
-        if not votes:
-            problems = [c.problem for c in self.candidates if c.problem]
-            first = f", e.g. {problems[0]}" if problems else ""
-            return None, f"none of {len(self.candidates)} sampled Checks ran{first}"
-        top = max(votes.values())
-        tied = sorted(v for v, n in votes.items() if n == top)
-        if len(tied) > 1:
-            return None, f"the sampled Checks disagree: {_said(votes)}; no verdict taken"
-        return tied[0], None
-
-    def kept(self, verdict: str) -> Candidate:
-        """The Check that gave ``verdict`` in the most samples (ties: the earliest)."""
-        weight = Counter(c.same_as if c.same_as is not None else c.index for c in self.candidates)
-        firsts = [c for c in self.candidates if c.same_as is None and c.verdict == verdict]
-        return max(firsts, key=lambda c: (weight[c.index], -c.index))
-
-
-def _said(votes: dict[str, int]) -> str:
-    return ", ".join(f"{n} {v}" for v, n in sorted(votes.items()))
 
 
 class CheckFallback:
@@ -166,7 +116,8 @@ class CheckFallback:
         self.samples = samples
         self.module = CheckMakerModule(program=program)
         self._catalogs: dict[int, tuple[Catalog, DataCatalog]] = {}
-        self._draws: dict[str, list[tuple[dict[str, Any] | None, str | None]]] = {}
+        # per prompt: the Checks drawn so far, and each rejected Check's repair
+        self._draws: dict[str, tuple[list[Drawn], dict[str, Drawn]]] = {}
 
     def serves(self, node: Node) -> bool:
         return not node.is_action  # a Check decides; an action does
@@ -270,25 +221,19 @@ class CheckFallback:
             spec, polarity = stated_test(spec, deps.data.records, self.sop, deps.node)
             return spec, "; ".join(n for n in [*notes, polarity] if n) or None
 
-        drawn, spent = await self._drawn(
-            deps.node.id, fmt, texts, check_problem, settle, repair_fmt
-        )
+        async def draw(n: int) -> tuple[list[Drawn], Usage | None]:
+            return await self._drawn(deps.node.id, fmt, texts, check_problem, settle, repair_fmt, n)
+
         # every distinct MCP call once: candidates often read the same data
         run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
-        tally, seen = Tally(), {}
-        for i, (spec, problem, why, settled) in enumerate(drawn):
-            cand = Candidate(i, spec, problem, repaired=why, settled=settled)
-            tally.candidates.append(cand)
-            if spec is None or problem is not None:
-                continue
-            key = json.dumps(spec, sort_keys=True)
-            if key in seen:
-                first = tally.candidates[seen[key]]
-                cand.same_as, cand.verdict, cand.problem = first.index, first.verdict, first.problem
-                cand.observed = first.observed
-                continue
-            seen[key] = i
-            await _run(cand, spec, ctx.input, run_ctx)
+        drawn, spent = await draw(self.samples)
+        tally = await _tally(drawn, ctx.input, run_ctx)
+        if tally.tied():  # as many samples again, once (check_votes)
+            drawn, more = await draw(2 * self.samples)
+            if more is not None:
+                spent = spent or Usage()
+                spent.add(more)
+            tally = await _tally(drawn, ctx.input, run_ctx)
         return tally, spent
 
     async def _drawn(
@@ -299,9 +244,10 @@ class CheckFallback:
         check: Callable[[dict[str, Any] | None], str | None],
         settle: Callable[[dict[str, Any] | None], tuple[dict[str, Any] | None, str | None]],
         repair_fmt: Callable[[dict[str, Any]], dict[str, Any]],
+        n: int,
     ) -> tuple[list[Drawn], Usage | None]:
-        """The node's sampled Checks: drawn once per prompt, then run on every input; with the
-        tokens the draw spent, or None when they were drawn before.
+        """The node's first ``n`` sampled Checks: drawn once per prompt, then run on every
+        input; with the tokens drawing them spent, or None when they were drawn before.
 
         A Check drawn for one input is the same program for the next (the prompt holds no input
         values); a changed prompt (catalog, library) draws anew. Each sample is settled and
@@ -311,12 +257,11 @@ class CheckFallback:
         key = hashlib.sha256(
             json.dumps([node_id, fmt, texts], sort_keys=True, default=str).encode()
         ).hexdigest()
-        if key in self._draws:
-            return self._draws[key], None
-        drawn: list[Drawn] = []
+        drawn, repaired = self._draws.setdefault(key, ([], {}))
+        if len(drawn) >= n:
+            return drawn[:n], None
         spent = Usage()
-        repaired: dict[str, Drawn] = {}
-        for i in range(self.samples):
+        for i in range(len(drawn), n):
             spec, problem, used = await sample_spec(
                 self.module, self.lm, fmt, sample_config(i, i), texts
             )
@@ -338,8 +283,7 @@ class CheckFallback:
                     fixed_problem = f"spec rejected again: {still}"
                 repaired[seen] = (fixed, fixed_problem, why, fixed_settled)
             drawn.append(repaired[seen])
-        self._draws[key] = drawn
-        return drawn, spent
+        return list(drawn), spent
 
     def _register(self, node: Node, spec: dict[str, Any], tally: Tally) -> dict[str, Any]:
         """The kept Check as a new, inactive version (an identical one already there is kept)."""
@@ -387,3 +331,22 @@ async def _run(cand: Candidate, spec: dict[str, Any], inp: dict[str, Any], ctx: 
         cand.problem = f"{type(exc).__name__}: {exc}"[:300]
         return
     cand.verdict, cand.observed = verdict.value, verdict.observed
+
+
+async def _tally(drawn: list[Drawn], inp: dict[str, Any], run_ctx: Any) -> Tally:
+    """Each drawn Check run on the input (an identical one takes the first one's verdict)."""
+    tally, seen = Tally(), {}
+    for i, (spec, problem, why, settled) in enumerate(drawn):
+        cand = Candidate(i, spec, problem, repaired=why, settled=settled)
+        tally.candidates.append(cand)
+        if spec is None or problem is not None:
+            continue
+        key = json.dumps(spec, sort_keys=True)
+        if key in seen:
+            first = tally.candidates[seen[key]]
+            cand.same_as, cand.verdict, cand.problem = first.index, first.verdict, first.problem
+            cand.observed = first.observed
+            continue
+        seen[key] = i
+        await _run(cand, spec, inp, run_ctx)
+    return tally
