@@ -14,6 +14,8 @@ the request (method, path and canonical JSON body).
   exchange to the file (one JSON object a line).
 - ``SOPGRAPH_CASSETTE_MODE=fill``: replays what the file has and records what it lacks (after
   a prompt change on one path, only that path's requests go to the model).
+- ``SOPGRAPH_CASSETTE_PRUNE=1`` with ``replay``: at exit the file keeps only the exchanges the
+  run asked for (``_cassette_prune``: after a fill, drop what the changed code no longer asks).
 
 Example:
     >>> front = ModelProxy(upstream=lambda: "http://127.0.0.1:8000/v1")  # doctest: +SKIP
@@ -73,6 +75,7 @@ class Cassette:
     mode: CassetteMode = "replay"
     entries: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _served: dict[str, int] = field(default_factory=dict)
+    missed: int = 0  # replayed requests the file did not hold
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -108,6 +111,8 @@ class Cassette:
         with self._lock:
             recorded = self.entries.get(key)
             if not recorded:
+                if self.mode == "replay":
+                    self.missed += 1
                 return None
             i = self._served.get(key, 0)
             self._served[key] = i + 1
@@ -126,10 +131,20 @@ class Cassette:
 
 def cassette_from_env() -> Cassette | None:
     """The cassette ``SOPGRAPH_CASSETTE``/``SOPGRAPH_CASSETTE_MODE`` name, or None."""
+    from sopgraph.nodes.models import _cassette_prune
+
     path = os.environ.get("SOPGRAPH_CASSETTE", "").strip()
     if not path:
         return None
-    return Cassette.open(path, os.environ.get("SOPGRAPH_CASSETTE_MODE", "replay").strip())
+    cassette = Cassette.open(path, os.environ.get("SOPGRAPH_CASSETTE_MODE", "replay").strip())
+    if _cassette_prune.wanted():
+        if cassette.mode != "replay":
+            raise CassetteError(
+                f"SOPGRAPH_CASSETTE_PRUNE prunes a replayed cassette, and the mode is "
+                f"{cassette.mode!r}: run again with SOPGRAPH_CASSETTE_MODE=replay"
+            )
+        _cassette_prune.track(cassette)
+    return cassette
 
 
 @dataclass

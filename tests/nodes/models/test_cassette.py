@@ -114,3 +114,55 @@ def test_a_key_asked_twice_replays_in_recorded_order(tmp_path: Path):
     replay = Cassette.open(tmp_path / "t.jsonl")
     assert [replay.replay("k")["body"] for _ in range(3)] == [1, 2, 2]
     assert replay.replay("other") is None
+
+
+PRUNING_RUN = """
+import sys
+import openai
+from sopgraph.nodes.models import Settings, chat_model
+llm = chat_model(Settings(model="openai:fake", base_url="http://127.0.0.1:9/v1", api_key="k"),
+                 max_retries=0)
+for prompt in sys.argv[1:]:
+    try:
+        print(llm.invoke(prompt).content)
+    except openai.BadRequestError:
+        print("miss")
+"""
+
+
+def _replay_pruning(tape: Path, *prompts: str, mode: str = "replay"):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SOPGRAPH_CASSETTE": str(tape), "SOPGRAPH_CASSETTE_MODE": mode,
+           "SOPGRAPH_CASSETTE_PRUNE": "1"}  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", PRUNING_RUN, *prompts], env=env, capture_output=True, text=True
+    )
+
+
+def test_a_pruning_replay_keeps_only_what_the_run_asked(upstream, tmp_path, monkeypatch):
+    tape = tmp_path / "tape.jsonl"
+    monkeypatch.setenv("SOPGRAPH_CASSETTE", str(tape))
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "record")
+    llm = chat_model(_settings(upstream), max_retries=0)
+    for prompt in ("first", "second", "third", "second"):
+        llm.invoke(prompt)
+    recorded = tape.read_text().splitlines()
+    assert len(recorded) == 4
+    # a run that misses a request did not replay whole: nothing is pruned
+    run = _replay_pruning(tape, "second", "never recorded")
+    assert run.stdout.split() == ["reply", "2", "miss"]
+    assert "not pruned: 1 request(s) missing" in run.stderr
+    assert tape.read_text().splitlines() == recorded
+    # "second" asked once keeps its first recording only, "first" and "third" go
+    run = _replay_pruning(tape, "second")
+    assert run.returncode == 0 and f"cassette {tape}: pruned 4 -> 1 exchanges" in run.stderr
+    assert tape.read_text().splitlines() == [recorded[1]]
+    # pruning is for a replay: another mode is one clear error
+    run = _replay_pruning(tape, "second", mode="fill")
+    assert (
+        "SOPGRAPH_CASSETTE_PRUNE prunes a replayed cassette, and the mode is 'fill'" in run.stderr
+    )
+    assert tape.read_text().splitlines() == [recorded[1]]
