@@ -18,10 +18,16 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from sopgraph.nodes.models._model_proxy import Cassette
+
+class Cassette(Protocol):
+    """What pruning reads of ``_model_proxy.Cassette`` (which imports this module)."""
+
+    path: Path
+    missed: int
+    _served: dict[str, int]
+
 
 _tracked: dict[Path, list[Cassette]] = {}
 
