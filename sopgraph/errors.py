@@ -19,6 +19,7 @@ _USER_ERRORS = {
     "sopgraph.nodes.mcp": ("McpError",),
     "sopgraph.tools.registry": ("RegistryError",),
     "sopgraph.nodes.models": ("SettingsError",),
+    "sopgraph.nodes.models._model_proxy": ("CassetteError",),
     "sopgraph.graphs.telemetry": ("TelemetryError",),
     "sopgraph.graphs.drawing": ("DrawingError",),
     "sopgraph.graphs.approval": ("DecisionError",),

@@ -166,3 +166,27 @@ def test_a_pruning_replay_keeps_only_what_the_run_asked(upstream, tmp_path, monk
         "SOPGRAPH_CASSETTE_PRUNE prunes a replayed cassette, and the mode is 'fill'" in run.stderr
     )
     assert tape.read_text().splitlines() == [recorded[1]]
+
+
+@pytest.mark.parametrize(
+    ("mode", "prune", "said"),
+    [
+        ("rewind", "", "SOPGRAPH_CASSETTE_MODE='rewind' is not one of replay, record, fill"),
+        ("fill", "1", "SOPGRAPH_CASSETTE_PRUNE prunes a replayed cassette, and the mode is 'fill'"),
+    ],
+)
+def test_a_cassette_setting_the_cli_cannot_use_is_one_error_line(
+    tmp_path, monkeypatch, capsys, mode, prune, said
+):
+    from sopgraph.cli import main
+
+    tape = tmp_path / "tape.jsonl"
+    tape.write_text("")
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SOPGRAPH_MODEL", "local")
+    monkeypatch.setenv("SOPGRAPH_CASSETTE", str(tape))
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", mode)
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_PRUNE", prune)
+    assert main(["model", "judge", "--zero-shot", "--limit", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {said}")
