@@ -40,6 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from sopgraph.nodes.models import _cassette_prune
+
 if TYPE_CHECKING:
     from sopgraph.nodes.models._tool_format import ToolCallAdapter
 
@@ -131,8 +133,6 @@ class Cassette:
 
 def cassette_from_env() -> Cassette | None:
     """The cassette ``SOPGRAPH_CASSETTE``/``SOPGRAPH_CASSETTE_MODE`` name, or None."""
-    from sopgraph.nodes.models import _cassette_prune
-
     path = os.environ.get("SOPGRAPH_CASSETTE", "").strip()
     if not path:
         return None

@@ -227,13 +227,13 @@ class CheckFallback:
         # every distinct MCP call once: candidates often read the same data
         run_ctx = SimpleNamespace(params=ctx.params, mcp=CachedMcp(ctx.mcp))
         drawn, spent = await draw(self.samples)
-        tally = await _tally(drawn, ctx.input, run_ctx)
-        if tally.tied():  # as many samples again, once (check_votes)
+        tally = await _tally(Tally(), drawn, ctx.input, run_ctx)
+        if tally.tied():  # as many samples again, once (check_votes); the first ones ran
             drawn, more = await draw(2 * self.samples)
             if more is not None:
                 spent = spent or Usage()
                 spent.add(more)
-            tally = await _tally(drawn, ctx.input, run_ctx)
+            tally = await _tally(tally, drawn, ctx.input, run_ctx)
         return tally, spent
 
     async def _drawn(
@@ -333,20 +333,21 @@ async def _run(cand: Candidate, spec: dict[str, Any], inp: dict[str, Any], ctx: 
     cand.verdict, cand.observed = verdict.value, verdict.observed
 
 
-async def _tally(drawn: list[Drawn], inp: dict[str, Any], run_ctx: Any) -> Tally:
-    """Each drawn Check run on the input (an identical one takes the first one's verdict)."""
-    tally, seen = Tally(), {}
-    for i, (spec, problem, why, settled) in enumerate(drawn):
+async def _tally(tally: Tally, drawn: list[Drawn], inp: dict[str, Any], run_ctx: Any) -> Tally:
+    """``tally`` with each drawn Check it does not hold yet run on the input (an identical one
+    takes the first one's verdict)."""
+    start = len(tally.candidates)
+    for i, (spec, problem, why, settled) in enumerate(drawn[start:], start):
         cand = Candidate(i, spec, problem, repaired=why, settled=settled)
         tally.candidates.append(cand)
         if spec is None or problem is not None:
             continue
         key = json.dumps(spec, sort_keys=True)
-        if key in seen:
-            first = tally.candidates[seen[key]]
+        if key in tally.ran:
+            first = tally.candidates[tally.ran[key]]
             cand.same_as, cand.verdict, cand.problem = first.index, first.verdict, first.problem
             cand.observed = first.observed
             continue
-        seen[key] = i
+        tally.ran[key] = i
         await _run(cand, spec, inp, run_ctx)
     return tally

@@ -41,12 +41,10 @@ def decided(spec: dict[str, Any] | None) -> str | None:
     below 0, as its scale is positive) and its comparison holds, or fails, for every count
     (``>= 0`` is always true, ``< 0`` never). None: the data can decide it, or the threshold
     is a parameter, whose value the run binds."""
-    if spec is None or str(spec.get("value", "")).strip() not in (spec.get("measures") or {}):
+    m = units_in.single_measure(spec) if spec is not None else None
+    if m is None or m.get("reduce") != "count" or (m.get("default") or 0) < 0:
         return None
-    m = spec["measures"][str(spec["value"]).strip()]
     t, op, scale = spec.get("threshold"), spec.get("op"), spec.get("scale", 1)
-    if not isinstance(m, dict) or m.get("reduce") != "count" or (m.get("default") or 0) < 0:
-        return None
     if isinstance(t, bool) or not isinstance(t, int | float) or not scale or scale < 0:
         return None
     always = {">=": t <= 0, ">": t < 0}.get(op)

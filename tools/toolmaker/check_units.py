@@ -67,7 +67,7 @@ def value_unit(spec: dict[str, Any], units: dict[str, str]) -> tuple[str | None,
     """The unit of the Check's value before its scale, and where it comes from."""
     measures = spec.get("measures") or {}
     value = str(spec.get("value", "")).replace(" ", "")
-    if (single := _single(spec)) is not None:
+    if (single := single_measure(spec)) is not None:
         return _measure_unit(single, units)
     two = re.fullmatch(r"(\w+)([-+/])(\w+)", value)
     if not two or two.group(1) not in measures or two.group(3) not in measures:
@@ -166,7 +166,8 @@ def stated_unit(text: str, param: str) -> tuple[bool, str | None]:
     return True, "%" if at.group(1) else unit_after(text, param)
 
 
-def _single(spec: dict[str, Any]) -> dict[str, Any] | None:
+def single_measure(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The measurement the Check's value is, when its value names one (None: a formula)."""
     measures = spec.get("measures") or {}
     m = measures.get(str(spec.get("value", "")).replace(" ", ""))
     return m if isinstance(m, dict) else None
@@ -190,7 +191,7 @@ def text_settles(spec: dict[str, Any], text: str) -> tuple[dict[str, Any], list[
     if spec.get("scale", 1) == 100 and unit not in PERCENTAGES:
         notes.append(f"scale 100 -> 1: {name} is not stated as a percentage")
         spec = {**spec, "scale": 1}
-    m = _single(spec)
+    m = single_measure(spec)
     if m is not None and m.get("reduce") == "age" and unit in AGE_SPANS:
         if (m.get("age_unit") or "days") != unit:
             notes.append(f"age_unit {m.get('age_unit') or 'days'} -> {unit}: {name} is in {unit}")

@@ -36,6 +36,7 @@ class Tally:
     """The samples' votes and the verdict they reach (None: a tie or no vote)."""
 
     candidates: list[Candidate] = field(default_factory=list)
+    ran: dict[str, int] = field(default_factory=dict)  # a Check's JSON -> the sample that ran it
 
     def votes(self) -> dict[str, int]:
         return dict(Counter(c.verdict for c in self.candidates if c.verdict is not None))
