@@ -218,7 +218,8 @@ def run(
             drafted, hand = load_sop(dest / "sop.yaml", check=False), load_sop(ABCD / key)
             meta = json.loads((dest / "draft.json").read_text(encoding="utf-8"))
             row["chosen"] = meta.get("chosen")
-            row["failed_checks"] = (meta.get("candidates") or {}).get(meta.get("chosen"))
+            row["candidates"] = meta.get("candidates") or {}
+            row["failed_checks"] = row["candidates"].get(meta.get("chosen"))
             row["cited"], row["nodes"] = cited(drafted)
             row |= agreement(drafted, hand) | path_agreement(drafted, hand)
             row["hand_same_clicks"] = path_agreement(hand, hand)["same_clicks"]

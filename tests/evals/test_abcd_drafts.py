@@ -5,6 +5,9 @@ are read as the ontology's actions, and the structural draft runs end to end."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import yaml
 
 from sopgraph.evals.abcd_drafts import (
@@ -93,3 +96,19 @@ def test_the_structural_drafts_are_written_and_scored(tmp_path):
     assert row["paths"] == path_agreement(load_sop(ABCD / "manage_upgrade"),
                                           load_sop(ABCD / "manage_upgrade"))["paths"]  # fmt: skip
     assert 0 <= row["same_clicks"] <= row["paths"]
+
+
+def test_the_live_drafts_replay(tmp_path, monkeypatch):
+    # the live run of docs/drafting.md (2 model samples an intent), replayed for one intent:
+    # the samples fail 9 and 11 checks, the structural candidate none and is kept
+    for name in [k for k in os.environ if k.startswith("SOPGRAPH_")]:
+        monkeypatch.delenv(name)
+    cassette = Path(__file__).parents[1] / "cassettes" / "draft_abcd.jsonl"
+    monkeypatch.setenv("SOPGRAPH_MODEL", "local")
+    monkeypatch.setenv("SOPGRAPH_CASSETTE", str(cassette))
+    monkeypatch.setenv("SOPGRAPH_CASSETTE_MODE", "replay")
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "home"))
+    (row,) = run(tmp_path, samples=2, repairs=0, only=["manage_upgrade"])
+    assert row["exit"] == 0
+    assert row["candidates"] == {"sample 1": 9, "sample 2": 11, "structural": 0}
+    assert row["chosen"] == "structural" and row["same_clicks"] == 0 and row["paths"] == 5
