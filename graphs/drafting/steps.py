@@ -183,6 +183,8 @@ def assemble(
             entry.append(nid)
         else:
             edges.append((parent, when, nid))
+        for other in filter(None, step.get("joins", "").split(",")):  # the structural draft's
+            edges.append((other, "always", nid))
         if kind == "action" and step["outcome"] != NONE:
             edges.append((nid, "always", step["outcome"]))
     for o in plan.outcomes:

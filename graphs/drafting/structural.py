@@ -16,7 +16,9 @@ read from how any written procedure states a branch:
   "fails", "invalid", ...) or "unless" is ``no``; the first condition of a step otherwise
   ``yes``, a later one the branch still free;
 - "After X, ..." follows the step that X's words overlap most; any other sentence follows the
-  step before it;
+  step before it, and where that step ends one of a list item's branching sub-items, it follows
+  the end of every branch that does not end in a stated outcome (a join: the procedure goes on
+  whichever branch was taken);
 - a step some condition branches on is a decision; every other one an action, and an action
   that ends a path ends in the stated outcome whose words its branch overlaps most.
 
@@ -145,11 +147,60 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
             branches.setdefault(parent[s.number], {}).setdefault(when[s.number], s.number)
     words = {n: does[n] | cond.get(n, set()) for n in does}
     out = _answers(plan, sentences, parent, when, words)
+    for n, ends in _joins(sentences, parent, when, nested).items():
+        going = [e for e in ends if out[e]["outcome"] == NONE]  # one ending in an outcome ends
+        if going:
+            out[n]["joins"] = ",".join(plan.ids[e] for e in going)
     if sentences and out[sentences[0].number]["role"] == "action":
         out[sentences[0].number]["role"] = "decision"  # an entry observes; it does not act
     for n in context:
         out[n] = {"role": "context", "after": START, "when": "always", "outcome": NONE,
                   "data": NONE}  # fmt: skip
+    return out
+
+
+def _joins(
+    sentences: list[Sentence],
+    parent: dict[int, int | None],
+    when: dict[int, str],
+    nested: dict[int, int],
+) -> dict[int, list[int]]:
+    """A step after a list item whose sub-items branch follows the end of every branch, not
+    only of the last one: sentence -> the other branch ends it also follows (a branch ending
+    in a stated outcome ends there: the caller drops it). A branch's end is a sub-item reached
+    from within the item through a ``yes``/``no`` result with no step after it; a step that
+    follows a plain sub-item (the one after the branches) joins none."""
+    out: dict[int, list[int]] = {}
+    for i, s in enumerate(sentences[1:], 1):
+        last = sentences[i - 1].number
+        if parent[s.number] != last or when[s.number] != "always":
+            continue
+        item = last  # the item at the step's own level that the previous sentence stands under
+        while item in nested and nested[item] != nested.get(s.number):
+            item = nested[item]
+        if item == last:
+            continue
+
+        def under(n: int, item: int = item) -> bool:
+            while n in nested:
+                n = nested[n]
+                if n == item:
+                    return True
+            return False
+
+        group = [t.number for t in sentences[:i] if under(t.number)]
+        has_child = {parent[t] for t in group}
+
+        def branched(n: int, group: list[int] = group) -> bool:
+            while n in group:
+                if when[n] in ("yes", "no"):
+                    return True
+                n = parent[n]  # type: ignore[assignment]
+            return False
+
+        ends = [t for t in group if t not in has_child and branched(t)]
+        if last in ends and len(ends) > 1:
+            out[s.number] = [t for t in ends if t != last]
     return out
 
 

@@ -83,6 +83,23 @@ def test_nested_items_and_otherwise_in_a_list_with_a_table_of_outcomes():
     assert "s1_" not in text  # the lead-in before the list is background, listed unused
 
 
+def test_a_step_after_branching_sub_items_follows_every_branch_that_goes_on(tmp_path):
+    doc = tmp_path / "returns.md"
+    doc.write_text(
+        "# Returns\n\n## Steps\n\n"
+        "1. Ask whether the parcel has left the warehouse.\n"
+        "   - If it has not left, hold the parcel and go on to the next step.\n"
+        "   - If it has left, tell the customer it is too late and close the chat.\n"
+        "2. Record the customer's reason in the log.\n"
+    )
+    text, _ = _structural(doc)
+    edges = _edges(text)
+    assert {("s1", "false", "s2"), ("s1", "true", "s3")} <= edges  # has not left / has left
+    # the next step follows both branch ends (no outcome is stated, so neither ends there);
+    # before, only the last branch went on and the first ended the procedure
+    assert {("s2", "true", "s4"), ("s3", "true", "s4")} <= edges
+
+
 def test_paragraph_prose_with_unless_and_an_enumerated_outcome():
     text, problems = _structural(DRAFTS / "sample_intake.md")
     edges = _edges(text)
