@@ -20,7 +20,10 @@ read from how any written procedure states a branch:
   the end of every branch that does not end in a stated outcome (a join: the procedure goes on
   whichever branch was taken);
 - a step some condition branches on is a decision; every other one an action, and an action
-  that ends a path ends in the stated outcome whose words its branch overlaps most.
+  that ends a path ends in the stated outcome whose words its branch overlaps most;
+- an entry observes: a first step that acts follows the lead-in before it (the first
+  background sentence that reads as procedure), made the entry observation; with none, the
+  first step is the observation.
 
 Words are compared by a crude stem (suffixes cut: "authentication" and "authenticate" meet),
 weighted by how rare they are in the document. Nothing here names one SOP's words.
@@ -151,12 +154,32 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
         going = [e for e in ends if out[e]["outcome"] == NONE]  # one ending in an outcome ends
         if going:
             out[n]["joins"] = ",".join(plan.ids[e] for e in going)
-    if sentences and out[sentences[0].number]["role"] == "action":
-        out[sentences[0].number]["role"] = "decision"  # an entry observes; it does not act
+    lead = _lead_in(sentences, context, out, plan.ids)
     for n in context:
-        out[n] = {"role": "context", "after": START, "when": "always", "outcome": NONE,
-                  "data": NONE}  # fmt: skip
+        out[n] = {"role": "decision" if n == lead else "context", "after": START,
+                  "when": "always", "outcome": NONE, "data": NONE}  # fmt: skip
     return out
+
+
+def _lead_in(
+    sentences: list[Sentence],
+    context: set[int],
+    out: dict[int, dict[str, str]],
+    ids: dict[int, str],
+) -> int | None:
+    """An entry observes, it does not act: where the first step is an action, the document's
+    first background sentence before it (what the procedure is for: "The customer wants to
+    upgrade ...") becomes the entry observation the step follows; with none, the first step
+    itself is made the observation (and its action is lost)."""
+    if not sentences or out[sentences[0].number]["role"] != "action":
+        return None
+    first = sentences[0].number
+    before = sorted(n for n in context if n < first)
+    if not before:
+        out[first]["role"] = "decision"
+        return None
+    out[first]["after"] = ids[before[0]]
+    return before[0]
 
 
 def _joins(

@@ -100,6 +100,33 @@ def test_a_step_after_branching_sub_items_follows_every_branch_that_goes_on(tmp_
     assert {("s2", "true", "s4"), ("s3", "true", "s4")} <= edges
 
 
+def test_a_first_step_that_acts_follows_the_lead_in_that_says_what_the_procedure_is_for(
+    tmp_path,
+):
+    steps = "## Steps\n\n1. Open the customer's account.\n2. Send the label by email.\n"
+    doc = tmp_path / "label.md"
+    doc.write_text(
+        "# Labels\n\nEvery request for a new label must be handled with these steps.\n\n" + steps
+    )
+    text, problems = _structural(doc)
+    sop = load_sop_text(text, "sop.yaml", check=False)
+    assert problems == []
+    (entry,) = sop.entry["default"]
+    assert entry.startswith("s1_") and sop.nodes[entry].kind == "observation"
+    assert sop.nodes[entry].next.always == [n for n in sop.nodes if n.startswith("s2_")]
+    assert [n.kind for k, n in sop.nodes.items() if k.startswith(("s2_", "s3_"))] == [
+        "action",
+        "action",
+    ]  # the first step still acts
+    # with no lead-in, the first step itself is the observation the procedure starts from
+    bare = tmp_path / "bare.md"
+    bare.write_text("# Labels\n\n" + steps)
+    text, problems = _structural(bare)
+    sop = load_sop_text(text, "sop.yaml", check=False)
+    (entry,) = sop.entry["default"]
+    assert problems == [] and sop.nodes[entry].kind == "observation"
+
+
 def test_paragraph_prose_with_unless_and_an_enumerated_outcome():
     text, problems = _structural(DRAFTS / "sample_intake.md")
     edges = _edges(text)
