@@ -167,10 +167,11 @@ def _lead_in(
     out: dict[int, dict[str, str]],
     ids: dict[int, str],
 ) -> int | None:
-    """An entry observes, it does not act: where the first step is an action, the document's
-    first background sentence before it (what the procedure is for: "The customer wants to
-    upgrade ...") becomes the entry observation the step follows; with none, the first step
-    itself is made the observation (and its action is lost)."""
+    """An entry observes, it does not act: where the first step is an action, the first
+    background sentence before it that reads as procedure (a lead-in: "In all three cases for
+    return, follow the same set of actions:") becomes the entry observation the step follows;
+    with none, the first step itself is made the observation (and its action is lost). Plain
+    background ("The customer wants to upgrade ...") is not in the plan, so it is no lead-in."""
     if not sentences or out[sentences[0].number]["role"] != "action":
         return None
     first = sentences[0].number
