@@ -187,9 +187,8 @@ def path_agreement(drafted: Sop, hand: Sop) -> dict[str, Any]:
 
 def cited(sop: Sop) -> tuple[int, int]:
     """(nodes whose source cites a document sentence, nodes)."""
-    return sum(bool(re.search(r"\(s\d+\)", n.source or "")) for n in sop.nodes.values()), len(
-        sop.nodes
-    )
+    citing = [n for n in sop.nodes.values() if re.search(r"\(s\d+\)", n.source or "")]
+    return len(citing), len(sop.nodes)
 
 
 def run(
@@ -214,7 +213,8 @@ def run(
             row["exit"] = proc.returncode
             said = proc.stdout.strip().splitlines()[:1] or [proc.stderr.strip()[-300:]]
             print(f"[{i}/{len(todo)}] {key} ({row['seconds']} s): {said[0]}", file=sys.stderr)
-        if (dest / "sop.yaml").exists() and (dest / "draft.json").exists():
+        fresh = not draft or row["exit"] == 0  # a failed draft leaves an older folder as it was
+        if fresh and (dest / "sop.yaml").exists() and (dest / "draft.json").exists():
             drafted, hand = load_sop(dest / "sop.yaml", check=False), load_sop(ABCD / key)
             meta = json.loads((dest / "draft.json").read_text(encoding="utf-8"))
             row["chosen"] = meta.get("chosen")
