@@ -18,7 +18,8 @@ read from how any written procedure states a branch:
 - "After X, ..." follows the step that X's words overlap most; any other sentence follows the
   step before it, and where that step ends one of a list item's branching sub-items, it follows
   the end of every branch that does not end in a stated outcome (a join: the procedure goes on
-  whichever branch was taken);
+  whichever branch was taken); where some of those branches say they go on ("... and go to
+  the next step", "continue", "proceed") and others do not, only those;
 - a step some condition branches on is a decision; every other one an action, and an action
   that ends a path ends in the stated outcome whose words its branch overlaps most;
 - an entry observes: a first step that acts follows the lead-in before it (the first
@@ -41,6 +42,8 @@ from sopgraph.graphs.drafting.steps import NONE, START, Plan, outcome_id
 _CONDITION = re.compile(r"^(?:if|when|whenever|unless|in case|in the event|should)\b", re.I)
 _OTHERWISE = re.compile(r"^(?:otherwise|else|if not|failing that)\b", re.I)
 _AFTER = re.compile(r"^(?:after|once|following|having)\b", re.I)
+# a branch that says the procedure goes on after it ("... and go to the next step")
+_CONTINUE = re.compile(r"\b(?:next step|continue|go on|move on|moving on|proceed)\b", re.I)
 _NEGATIVE = re.compile(
     r"\b(?:not|no|none|never|cannot|can't|isn't|doesn't|don't|without|unless|fails?|failed|"
     r"failure|unsuccessful|invalid|incorrect|missing|denied|rejected|refused|unable|lacks?)\b",
@@ -150,10 +153,16 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
             branches.setdefault(parent[s.number], {}).setdefault(when[s.number], s.number)
     words = {n: does[n] | cond.get(n, set()) for n in does}
     out = _answers(plan, sentences, parent, when, words)
+    text = {t.number: t.text for t in sentences}
     for n, ends in _joins(sentences, parent, when, nested).items():
         going = [e for e in ends if out[e]["outcome"] == NONE]  # one ending in an outcome ends
-        if going:
-            out[n]["joins"] = ",".join(plan.ids[e] for e in going)
+        both = [parent[n], *going]
+        said = [e for e in both if e is not None and _CONTINUE.search(text[e])]
+        if said and len(said) < len(both):  # the branches that say they go on, only
+            both = said
+        out[n]["after"] = plan.ids[both[0]]  # type: ignore[index]
+        if len(both) > 1:
+            out[n]["joins"] = ",".join(plan.ids[e] for e in both[1:])  # type: ignore[index]
     lead = _lead_in(sentences, context, out, plan.ids)
     for n in context:
         out[n] = {"role": "decision" if n == lead else "context", "after": START,

@@ -111,5 +111,6 @@ def test_the_live_drafts_replay(tmp_path, monkeypatch):
     (row,) = run(tmp_path, samples=2, repairs=0, only=["manage_upgrade"])
     assert row["exit"] == 0
     assert row["candidates"] == {"sample 1": 9, "sample 2": 11, "structural": 0}
-    # the step after the shipping check follows both its branches: 2 of 5 paths as the hand's
-    assert row["chosen"] == "structural" and row["same_clicks"] == 2 and row["paths"] == 5
+    # the step after the shipping check follows the branch that says it goes on ("Move onto
+    # the next step"), not the one that ends the conversation: 3 of 5 paths as the hand's
+    assert row["chosen"] == "structural" and row["same_clicks"] == 3 and row["paths"] == 5

@@ -84,20 +84,26 @@ def test_nested_items_and_otherwise_in_a_list_with_a_table_of_outcomes():
 
 
 def test_a_step_after_branching_sub_items_follows_every_branch_that_goes_on(tmp_path):
-    doc = tmp_path / "returns.md"
-    doc.write_text(
-        "# Returns\n\n## Steps\n\n"
-        "1. Ask whether the parcel has left the warehouse.\n"
-        "   - If it has not left, hold the parcel and go on to the next step.\n"
-        "   - If it has left, tell the customer it is too late and close the chat.\n"
-        "2. Record the customer's reason in the log.\n"
-    )
-    text, _ = _structural(doc)
-    edges = _edges(text)
+    def edges_of(first: str, second: str) -> set[tuple[str, str, str]]:
+        doc = tmp_path / "returns.md"
+        doc.write_text(
+            "# Returns\n\n## Steps\n\n"
+            "1. Ask whether the parcel has left the warehouse.\n"
+            f"   - If it has not left, {first}\n"
+            f"   - If it has left, {second}\n"
+            "2. Record the customer's reason in the log.\n"
+        )
+        return _edges(_structural(doc)[0])
+
+    # neither branch says whether the procedure goes on, and neither ends in a stated outcome:
+    # the next step follows both (before, only the last branch went on)
+    edges = edges_of("hold the parcel.", "tell the customer it is too late.")
     assert {("s1", "false", "s2"), ("s1", "true", "s3")} <= edges  # has not left / has left
-    # the next step follows both branch ends (no outcome is stated, so neither ends there);
-    # before, only the last branch went on and the first ended the procedure
     assert {("s2", "true", "s4"), ("s3", "true", "s4")} <= edges
+    # one branch says it goes on: only that one does; the other ends the procedure
+    edges = edges_of("hold the parcel and go on to the next step.", "close the chat.")
+    assert ("s2", "true", "s4") in edges
+    assert not [e for e in edges if e[0] == "s3"]
 
 
 def test_a_first_step_that_acts_follows_the_lead_in_that_says_what_the_procedure_is_for(
