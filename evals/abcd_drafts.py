@@ -23,6 +23,7 @@ Usage: ``python -m sopgraph.evals.abcd_drafts --out DIR [--samples N] [--repairs
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -45,6 +46,7 @@ TF = ("true", "false")
 MAX_STEPS = 200  # a walk longer than this is a loop the draft does not bound
 
 
+@functools.cache
 def intents() -> dict[str, tuple[str, str]]:
     """Intent folder -> (flow, subflow), read from each hand-written SOP's title."""
     out = {}
@@ -57,7 +59,7 @@ def intents() -> dict[str, tuple[str, str]]:
 
 def document(flow: str, sub: str) -> str:
     """The subflow's guideline text as Markdown: instructions, then the numbered actions."""
-    entry = json.loads(GUIDELINES.read_text(encoding="utf-8"))[flow]["subflows"][sub]
+    entry = _data(GUIDELINES)[flow]["subflows"][sub]
     lines = [f"# {flow}: {sub}", ""]
     for text in entry["instructions"]:
         lines += [" ".join(text.split()), ""]
@@ -68,8 +70,13 @@ def document(flow: str, sub: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@functools.cache
+def _data(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def _actions() -> set[str]:
-    onto = json.loads(ONTOLOGY.read_text(encoding="utf-8"))["actions"]
+    onto = _data(ONTOLOGY)["actions"]
     return {a for group in onto.values() for a in group} | {"end-conversation"}
 
 

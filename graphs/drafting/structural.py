@@ -154,15 +154,14 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
     words = {n: does[n] | cond.get(n, set()) for n in does}
     out = _answers(plan, sentences, parent, when, words)
     text = {t.number: t.text for t in sentences}
-    for n, ends in _joins(sentences, parent, when, nested).items():
-        going = [e for e in ends if out[e]["outcome"] == NONE]  # one ending in an outcome ends
-        both = [parent[n], *going]
-        said = [e for e in both if e is not None and _CONTINUE.search(text[e])]
-        if said and len(said) < len(both):  # the branches that say they go on, only
-            both = said
-        out[n]["after"] = plan.ids[both[0]]  # type: ignore[index]
-        if len(both) > 1:
-            out[n]["joins"] = ",".join(plan.ids[e] for e in both[1:])  # type: ignore[index]
+    for n, (last, *others) in _joins(sentences, parent, when, nested).items():
+        # a branch ending in an outcome ends there; where some say they go on, only those do
+        ends = [last, *(e for e in others if out[e]["outcome"] == NONE)]
+        said = [e for e in ends if _CONTINUE.search(text[e])]
+        ends = said if said and len(said) < len(ends) else ends
+        out[n]["after"] = plan.ids[ends[0]]
+        if len(ends) > 1:
+            out[n]["joins"] = ",".join(plan.ids[e] for e in ends[1:])
     lead = _lead_in(sentences, context, out, plan.ids)
     for n in context:
         out[n] = {"role": "decision" if n == lead else "context", "after": START,
@@ -199,10 +198,10 @@ def _joins(
     nested: dict[int, int],
 ) -> dict[int, list[int]]:
     """A step after a list item whose sub-items branch follows the end of every branch, not
-    only of the last one: sentence -> the other branch ends it also follows (a branch ending
-    in a stated outcome ends there: the caller drops it). A branch's end is a sub-item reached
-    from within the item through a ``yes``/``no`` result with no step after it; a step that
-    follows a plain sub-item (the one after the branches) joins none."""
+    only of the last one: sentence -> the branch ends, the one before it first (the caller
+    drops a branch ending in a stated outcome: it ends there). A branch's end is a sub-item
+    reached from within the item through a ``yes``/``no`` result with no step after it; a
+    step that follows a plain sub-item (the one after the branches) joins none."""
     out: dict[int, list[int]] = {}
     for i, s in enumerate(sentences[1:], 1):
         last = sentences[i - 1].number
@@ -213,28 +212,32 @@ def _joins(
             item = nested[item]
         if item == last:
             continue
-
-        def under(n: int, item: int = item) -> bool:
-            while n in nested:
-                n = nested[n]
-                if n == item:
-                    return True
-            return False
-
-        group = [t.number for t in sentences[:i] if under(t.number)]
+        group = {t.number for t in sentences[:i] if _under(t.number, item, nested)}
         has_child = {parent[t] for t in group}
-
-        def branched(n: int, group: list[int] = group) -> bool:
-            while n in group:
-                if when[n] in ("yes", "no"):
-                    return True
-                n = parent[n]  # type: ignore[assignment]
-            return False
-
-        ends = [t for t in group if t not in has_child and branched(t)]
+        ends = [t for t in group if t not in has_child and _branched(t, group, parent, when)]
         if last in ends and len(ends) > 1:
-            out[s.number] = [t for t in ends if t != last]
+            out[s.number] = [last, *sorted(t for t in ends if t != last)]
     return out
+
+
+def _under(n: int, item: int, nested: dict[int, int]) -> bool:
+    """Whether list item ``n`` stands (at any depth) under ``item``."""
+    while n in nested:
+        n = nested[n]
+        if n == item:
+            return True
+    return False
+
+
+def _branched(
+    n: int | None, group: set[int], parent: dict[int, int | None], when: dict[int, str]
+) -> bool:
+    """Whether ``n`` is reached within ``group`` through a ``yes``/``no`` result."""
+    while n in group:
+        if when[n] in ("yes", "no"):
+            return True
+        n = parent[n]
+    return False
 
 
 def _context(sentences: list[Sentence]) -> set[int]:
