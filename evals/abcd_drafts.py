@@ -192,6 +192,15 @@ def path_agreement(drafted: Sop, hand: Sop) -> dict[str, Any]:
             "path_agreement": round(same / n, 3) if n else 0.0}  # fmt: skip
 
 
+def baseline(hand: Sop) -> int:
+    """The trivial baseline: on how many of the hand-written SOP's paths the most common click
+    sequence among them is the path's."""
+    actions = _actions()
+    seqs = [tuple(c for a in spec.actions for c in clicks(hand.nodes[a], actions))
+            for spec in enumerate_paths(hand)]  # fmt: skip
+    return max(map(seqs.count, seqs), default=0)
+
+
 def cited(sop: Sop) -> tuple[int, int]:
     """(nodes whose source cites a document sentence, nodes)."""
     citing = [n for n in sop.nodes.values() if re.search(r"\(s\d+\)", n.source or "")]
@@ -230,29 +239,31 @@ def run(
             row["cited"], row["nodes"] = cited(drafted)
             row |= agreement(drafted, hand) | path_agreement(drafted, hand)
             row["hand_same_clicks"] = path_agreement(hand, hand)["same_clicks"]
+            row["baseline_same_clicks"] = baseline(hand)
         rows.append(row)
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| intent | failed checks | nodes cited | node recall / precision | edge recall / precision | paths with the same clicks | unanswered | hand-written, compared the same way |"  # noqa: E501
-    lines = [head, "|" + "---|" * 8]
+    head = "| intent | failed checks | nodes cited | node recall / precision | edge recall / precision | paths with the same clicks | unanswered | hand-written, compared the same way | baseline: the most common clicks |"  # noqa: E501
+    lines = [head, "|" + "---|" * 9]
     for r in rows:
         if "paths" not in r:
-            lines.append(f"| {r['intent']} | no draft (exit {r.get('exit')}) | | | | | | |")
+            lines.append(f"| {r['intent']} | no draft (exit {r.get('exit')}) | | | | | | | |")
             continue
         lines.append(
             f"| {r['intent']} | {r['failed_checks']} | {r['cited']}/{r['nodes']} | "
             f"{r['node_recall']} / {r['node_precision']} | {r['edge_recall']} / "
             f"{r['edge_precision']} | {r['same_clicks']}/{r['paths']} | {r['unanswered']} | "
-            f"{r['hand_same_clicks']}/{r['paths']} |"
+            f"{r['hand_same_clicks']}/{r['paths']} | {r['baseline_same_clicks']}/{r['paths']} |"
         )
     done = [r for r in rows if "paths" in r]
     same, paths = sum(r["same_clicks"] for r in done), sum(r["paths"] for r in done)
     hand = sum(r["hand_same_clicks"] for r in done)
+    base = sum(r["baseline_same_clicks"] for r in done)
     lines.append(f"\nall: {same}/{paths} paths with the same clicks ({same / paths:.3f}); "
-                 f"the hand-written SOPs compared the same way {hand}/{paths}"
-                 if paths else "\nall: no draft")  # fmt: skip
+                 f"the hand-written SOPs compared the same way {hand}/{paths}; "
+                 f"the baseline {base}/{paths}" if paths else "\nall: no draft")  # fmt: skip
     return "\n".join(lines)
 
 

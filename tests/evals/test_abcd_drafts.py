@@ -114,3 +114,5 @@ def test_the_live_drafts_replay(tmp_path, monkeypatch):
     # the step after the shipping check follows the branch that says it goes on ("Move onto
     # the next step"), not the one that ends the conversation: 3 of 5 paths as the hand's
     assert row["chosen"] == "structural" and row["same_clicks"] == 3 and row["paths"] == 5
+    # the trivial baseline, the most common of the 5 paths' click sequences: 2 of them share it
+    assert row["baseline_same_clicks"] == 2
