@@ -44,6 +44,7 @@ GUIDELINES = ABCD / "data" / "guidelines.json"
 ONTOLOGY = ABCD / "data" / "ontology.json"
 TF = ("true", "false")
 MAX_STEPS = 200  # a walk longer than this is a loop the draft does not bound
+MAX_FREE = 4  # unanswered decisions a walk tries every answer of (2**4 walks at most)
 
 
 @functools.cache
@@ -97,10 +98,11 @@ def clicks(node: Node, actions: set[str]) -> list[str]:
     return out
 
 
-def walk(sop: Sop, answer: dict[str, str], click: Any) -> list[str] | None:
+def walk(sop: Sop, answer: dict[str, str], click: Any, free: int = MAX_FREE) -> list[str] | None:
     """The clicks of a run through ``sop`` whose decisions take ``answer``'s outcomes (node ->
-    "true"/"false"/a condition's text); None where a decision has no answer or a loop runs
-    past ``MAX_STEPS``."""
+    "true"/"false"/a condition's text); None where a loop runs past ``MAX_STEPS``, or where a
+    decision has no answer and its answers do not all give the same clicks (one whose every
+    answer clicks alike needs none; at most ``free`` such decisions on a walk)."""
     out: list[str] = []
     todo = [n for nodes in sop.entry.values() for n in nodes]
     seen: set[str] = set()
@@ -122,7 +124,11 @@ def walk(sop: Sop, answer: dict[str, str], click: Any) -> list[str] | None:
         branches |= {"true": nxt.true, "false": nxt.false} if (nxt.true or nxt.false) else {}
         if branches:
             if nid not in answer or answer[nid] not in branches:
-                return None
+                if free <= 0:
+                    return None
+                runs = [walk(sop, {**answer, nid: b}, click, free - 1) for b in branches]
+                return runs[0] if runs[0] is not None and runs.count(runs[0]) == len(runs) else None
+            out += click(node)  # a decision that names a button presses it to find out
             todo += [*nxt.always, *branches[answer[nid]]]
         else:
             todo += nxt.always
@@ -139,8 +145,11 @@ def _said(source: str) -> str:
 def cited_match(drafted: Sop, hand: Sop) -> dict[str, list[str]]:
     """Drafted node -> the hand-written nodes that quote the sentence it cites (one holds the
     other: the document splits a guideline item into sentences); of those, the one with the
-    node's own text where there is one."""
+    node's own text where there is one. A drafted entry observation that quotes what no
+    hand-written node does is matched to the hand-written entry (both observe whether the
+    procedure applies; return_*'s cites its step A3 "Communication", not the opening line)."""
     quoted = {h.id: _said(h.source or "") for h in hand.nodes.values() if h.source}
+    entries = {n for nodes in drafted.entry.values() for n in nodes}
     out: dict[str, list[str]] = {}
     for d in drafted.nodes.values():
         mine = _said(d.source or "")
@@ -148,6 +157,10 @@ def cited_match(drafted: Sop, hand: Sop) -> dict[str, list[str]]:
             found = [h for h, q in quoted.items() if q and (mine in q or q in mine)]
             same = [h for h in found if hand.nodes[h].text == d.text]  # the same step
             out[d.id] = same or found
+        if not out.get(d.id) and d.id in entries and not d.is_action:
+            # an entry observation no hand-written node quotes: both state when the
+            # procedure applies, so it is the hand-written entry observation
+            out[d.id] = [h for nodes in hand.entry.values() for h in nodes]
     return out
 
 

@@ -66,11 +66,14 @@ def check_reachable(sop: Sop, lines: LineMap, file: str, facts: DraftFacts) -> l
 
 def check_branches(sop: Sop, lines: LineMap, file: str, facts: DraftFacts) -> list[Problem]:
     out = []
+    scope = f"(s{facts.scope})" if facts.scope is not None else None
     for node in sop.decision_nodes:
         nxt = node.next
         if nxt.always or nxt.when:
             continue
         for verdict in ("true", "false"):
+            if verdict == "false" and scope and scope in node.source and node.id in _starts(sop):
+                continue  # the procedure does not apply: it ends, as the document implies
             if not getattr(nxt, verdict):
                 out.append(Problem(
                     file, lines.node(node.id, "next") if nxt.edges() else lines.node(node.id),

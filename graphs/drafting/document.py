@@ -37,6 +37,9 @@ _PROCEDURE = re.compile(
 )
 
 
+_OPENS_WITH_CONDITION = re.compile(r"(?:if|when|whenever|unless|otherwise|else)\b", re.I)
+
+
 class DocumentError(Exception):
     """A document sopgraph cannot draft from; the message is one line: what, where, the fix."""
 
@@ -144,6 +147,23 @@ class _Builder:
                 "'if ...' in its text); give the document that states the SOP"
             )
         return doc
+
+
+def scope_of(doc: Document, stated: set[int]) -> Sentence | None:
+    """The document's opening statement, where it is background before every step ("The
+    customer believes an extra charge has been added to their order."): it says when the
+    procedure applies, so the draft's entry observes it and the steps follow on ``yes``. Where
+    the steps are list items, the first sentence before them that opens with no condition;
+    in prose, the first sentence where it reads as no step. None where the document opens with
+    a step, a list, a table or a stated outcome."""
+    first = doc.sentences[0] if doc.sentences else None
+    if first is None or first.kind != "text" or first.number in stated:
+        return None
+    items = any(s.kind == "item" for s in doc.sentences)
+    if items and not _OPENS_WITH_CONDITION.match(first.text):
+        return first
+    later = [s for s in doc.sentences[1:] if s.procedural and s.number not in stated]
+    return first if not first.procedural and later else None
 
 
 def split_sentences(text: str) -> list[str]:

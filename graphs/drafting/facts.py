@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sopgraph.graphs.drafting.document import Document
+from sopgraph.graphs.drafting.document import Document, scope_of
 from sopgraph.graphs.drafting.outcomes import Outcome
 
 FACTS_FILE = "draft.json"
@@ -39,6 +39,9 @@ class DraftFacts(BaseModel):
     catalog: list[str] | None = None
     # sentences no node encodes, listed so that coverage holds; a reviewer edits this list
     unused: list[int] = Field(default_factory=list)
+    # the opening statement the entry observes (``document.scope_of``): on its ``no`` the
+    # procedure does not apply, so that verdict may lead nowhere
+    scope: int | None = None
     # the candidate kept ("sample K", "structural", "... repaired") and each candidate's
     # failed checks; empty in a draft.json written before there were candidates
     chosen: str = ""
@@ -58,6 +61,7 @@ class DraftFacts(BaseModel):
                 OutcomeFact(field=o.field, value=o.value, sentence=o.sentence) for o in outcomes
             ],
             catalog=catalog,
+            scope=getattr(scope_of(doc, {o.sentence for o in outcomes}), "number", None),
         )
 
     def cite(self, number: int) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from sopgraph.graphs.drafting.document import Document, Sentence
+from sopgraph.graphs.drafting.document import Document, Sentence, scope_of
 from sopgraph.graphs.drafting.numbers import Comparison, find_comparisons, with_placeholders
 from sopgraph.graphs.drafting.outcomes import Outcome, slug
 
@@ -50,11 +50,15 @@ class Plan:
     ids: dict[int, str] = field(default_factory=dict)  # sentence number -> node id
     comparisons: dict[int, list[Comparison]] = field(default_factory=dict)
     sections: list[list[Sentence]] = field(default_factory=list)
+    scope: Sentence | None = None  # the opening statement: the entry observation
 
     @classmethod
     def of(cls, doc: Document, outcomes: list[Outcome], catalog: list[str] | None = None) -> Plan:
         plan = cls(doc, outcomes, catalog)
         stated = {o.sentence for o in outcomes}
+        plan.scope = scope_of(doc, stated)
+        if plan.scope is not None:
+            stated.add(plan.scope.number)  # not a step: the entry observation
         taken: set[str] = set()
         for sec in doc.sections:
             steps = [s for s in sec.sentences if s.procedural and s.number not in stated]
@@ -184,9 +188,16 @@ def assemble(
         else:
             edges.append((parent, when, nid))
         for other in filter(None, step.get("joins", "").split(",")):  # the structural draft's
-            edges.append((other, "always", nid))
+            other, _, result = other.partition(":")  # "id" or "id:no": on which result
+            edges.append((other, result or "always", nid))
         if kind == "action" and step["outcome"] != NONE:
             edges.append((nid, "always", step["outcome"]))
+    if plan.scope is not None:  # the opening statement observed first; the steps on its yes
+        sid = sentence_id(plan.scope)
+        edges = [*((sid, "yes", e) for e in entry), *edges]
+        nodes = {sid: {"kind": "observation", "text": plan.scope.text,
+                       "source": f"{plan.scope.cite} {plan.scope.text}"}, **nodes}  # fmt: skip
+        entry = [sid]
     for o in plan.outcomes:
         oid = outcome_id(o)
         s = doc.sentence(o.sentence)

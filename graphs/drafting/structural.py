@@ -7,8 +7,10 @@ read from how any written procedure states a branch:
 
 - a conditional sentence ("If ...", "When ...", "Unless ...", "In case ...") follows the
   earlier step its condition's words overlap most (the step that found out what the condition
-  tests); a list item nested under a step follows that step; a condition with no such words
-  ("If it was, ...") follows the nearest earlier step that is not itself a branch;
+  tests); a conditional list item nested under a step follows the earlier item beside it that
+  its condition overlaps, else the step it stands under; a condition with no such words
+  ("If it was, ...") follows the nearest earlier step that is not itself a branch; a label
+  before a condition ("(Option A) If ...") is read past;
 - a condition that shares most of its words with an earlier condition ("fails" /
   "is successful") is that condition's alternative: the same parent, the other branch;
   "Otherwise ..." / "Else ..." is the other branch of the condition before it;
@@ -16,15 +18,14 @@ read from how any written procedure states a branch:
   "fails", "invalid", ...) or "unless" is ``no``; the first condition of a step otherwise
   ``yes``, a later one the branch still free;
 - "After X, ..." follows the step that X's words overlap most; any other sentence follows the
-  step before it, and where that step ends one of a list item's branching sub-items, it follows
-  the end of every branch that does not end in a stated outcome (a join: the procedure goes on
-  whichever branch was taken); where some of those branches say they go on ("... and go to
-  the next step", "continue", "proceed") and others do not, only those;
+  step before it; where the procedure goes on after a branch (joins, skips, the other result
+  of a one-branch condition) is ``continuation.py``'s;
 - a step some condition branches on is a decision; every other one an action, and an action
   that ends a path ends in the stated outcome whose words its branch overlaps most;
-- an entry observes: a first step that acts follows the lead-in before it (the first
-  background sentence that reads as procedure), made the entry observation; with none, the
-  first step is the observation.
+- an entry observes: the document's opening statement where there is one
+  (``document.scope_of``; ``steps.assemble`` places it for every candidate); else a first
+  step that acts follows the lead-in before it (the first background sentence that reads as
+  procedure), made the entry observation; with neither, the first step is the observation.
 
 Words are compared by a crude stem (suffixes cut: "authentication" and "authenticate" meet),
 weighted by how rare they are in the document. Nothing here names one SOP's words.
@@ -32,63 +33,24 @@ weighted by how rare they are in the document. Nothing here names one SOP's word
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 
+from sopgraph.graphs.drafting.continuation import go_on
 from sopgraph.graphs.drafting.document import Sentence
 from sopgraph.graphs.drafting.steps import NONE, START, Plan, outcome_id
+from sopgraph.graphs.drafting.words import Weights, split_condition, stems
 
 _CONDITION = re.compile(r"^(?:if|when|whenever|unless|in case|in the event|should)\b", re.I)
 _OTHERWISE = re.compile(r"^(?:otherwise|else|if not|failing that)\b", re.I)
 _AFTER = re.compile(r"^(?:after|once|following|having)\b", re.I)
-# a branch that says the procedure goes on after it ("... and go to the next step")
-_CONTINUE = re.compile(r"\b(?:next step|continue|go on|move on|moving on|proceed)\b", re.I)
+# a label before a condition: "(Option A) If they get an extension", "Case 2: If ..."
+_LABEL = re.compile(r"^(?:\([^)]{1,30}\)|(?:option|case|step)\s+\w{1,3}\s*[:.)-])\s*", re.I)
+SIBLING_SHARE = 0.6  # of the smaller condition's words: two conditions test the same thing
 _NEGATIVE = re.compile(
     r"\b(?:not|no|none|never|cannot|can't|isn't|doesn't|don't|without|unless|fails?|failed|"
     r"failure|unsuccessful|invalid|incorrect|missing|denied|rejected|refused|unable|lacks?)\b",
     re.I,
 )
-_STOP = set(
-    "a an the of to in on at by for from with and or but if when whenever unless case event "
-    "should is are was were be been being it its this that these those there their them they "
-    "then than any all each some no not none never yes do does did has have had can could "
-    "will would may might must shall as into onto over under about after before once "
-    "otherwise else also just only so such which who what whether out up".split()
-)
-_SUFFIXES = ("ations", "ation", "ments", "ment", "ions", "ion", "ings", "ing", "ies", "ied",
-             "ates", "ated", "ate", "es", "ed", "ly", "s", "e")  # fmt: skip
-SIBLING_SHARE = 0.6  # of the smaller condition's words: two conditions test the same thing
-
-
-def stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-def stems(text: str) -> set[str]:
-    words = re.findall(r"[a-z]+", text.lower().replace("'s", ""))
-    return {stem(w) for w in words if w not in _STOP and len(w) > 1}
-
-
-def split_condition(text: str) -> tuple[str, str]:
-    """A conditional sentence's condition and consequence: cut at its first comma, colon or
-    ``then``; a sentence with no cut is all condition."""
-    m = re.search(r",|:|;|\bthen\b", text)
-    return (text[: m.start()], text[m.end() :]) if m else (text, "")
-
-
-class _Weights:
-    """Words weighted by rarity in the document (inverse document frequency)."""
-
-    def __init__(self, texts: list[str]) -> None:
-        self.n = max(1, len(texts))
-        self.df = Counter(w for t in texts for w in stems(t))
-
-    def overlap(self, a: set[str], b: set[str]) -> float:
-        return sum(math.log(1 + self.n / self.df.get(w, 1)) for w in a & b)
 
 
 def _nesting(section: list[Sentence]) -> dict[int, int]:
@@ -113,7 +75,7 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
     sentences = [s for s in order if s is not None]
     context = _context(sentences)
     sentences = [s for s in sentences if s.number not in context]
-    weights = _Weights([s.text for s in plan.doc.sentences])
+    weights = Weights([s.text for s in plan.doc.sentences])
     nested: dict[int, int] = {}
     for section in plan.sections:
         nested.update(_nesting(section))
@@ -126,7 +88,7 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
     last_condition: int | None = None
     for i, s in enumerate(sentences):
         earlier = sentences[:i]
-        text = s.text
+        text = _LABEL.sub("", s.text)
         conditional = bool(_CONDITION.match(text) or _OTHERWISE.match(text))
         if m := _OTHERWISE.match(text):  # "Otherwise[,] X": no condition of its own
             cond[s.number], does[s.number] = set(), stems(text[m.end() :])
@@ -153,16 +115,8 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
             branches.setdefault(parent[s.number], {}).setdefault(when[s.number], s.number)
     words = {n: does[n] | cond.get(n, set()) for n in does}
     out = _answers(plan, sentences, parent, when, words)
-    text = {t.number: t.text for t in sentences}
-    for n, (last, *others) in _joins(sentences, parent, when, nested).items():
-        # a branch ending in an outcome ends there; where some say they go on, only those do
-        ends = [last, *(e for e in others if out[e]["outcome"] == NONE)]
-        said = [e for e in ends if _CONTINUE.search(text[e])]
-        ends = said if said and len(said) < len(ends) else ends
-        out[n]["after"] = plan.ids[ends[0]]
-        if len(ends) > 1:
-            out[n]["joins"] = ",".join(plan.ids[e] for e in ends[1:])
-    lead = _lead_in(sentences, context, out, plan.ids)
+    go_on(plan, sentences, parent, when, nested, out, weights)
+    lead = _lead_in(sentences, context, out, plan.ids) if plan.scope is None else None
     for n in context:
         out[n] = {"role": "decision" if n == lead else "context", "after": START,
                   "when": "always", "outcome": NONE, "data": NONE}  # fmt: skip
@@ -191,55 +145,6 @@ def _lead_in(
     return before[0]
 
 
-def _joins(
-    sentences: list[Sentence],
-    parent: dict[int, int | None],
-    when: dict[int, str],
-    nested: dict[int, int],
-) -> dict[int, list[int]]:
-    """A step after a list item whose sub-items branch follows the end of every branch, not
-    only of the last one: sentence -> the branch ends, the one before it first (the caller
-    drops a branch ending in a stated outcome: it ends there). A branch's end is a sub-item
-    reached from within the item through a ``yes``/``no`` result with no step after it; a
-    step that follows a plain sub-item (the one after the branches) joins none."""
-    out: dict[int, list[int]] = {}
-    for i, s in enumerate(sentences[1:], 1):
-        last = sentences[i - 1].number
-        if parent[s.number] != last or when[s.number] != "always":
-            continue
-        item = last  # the item at the step's own level that the previous sentence stands under
-        while item in nested and nested[item] != nested.get(s.number):
-            item = nested[item]
-        if item == last:
-            continue
-        group = {t.number for t in sentences[:i] if _under(t.number, item, nested)}
-        has_child = {parent[t] for t in group}
-        ends = [t for t in group if t not in has_child and _branched(t, group, parent, when)]
-        if last in ends and len(ends) > 1:
-            out[s.number] = [last, *sorted(t for t in ends if t != last)]
-    return out
-
-
-def _under(n: int, item: int, nested: dict[int, int]) -> bool:
-    """Whether list item ``n`` stands (at any depth) under ``item``."""
-    while n in nested:
-        n = nested[n]
-        if n == item:
-            return True
-    return False
-
-
-def _branched(
-    n: int | None, group: set[int], parent: dict[int, int | None], when: dict[int, str]
-) -> bool:
-    """Whether ``n`` is reached within ``group`` through a ``yes``/``no`` result."""
-    while n in group:
-        if when[n] in ("yes", "no"):
-            return True
-        n = parent[n]
-    return False
-
-
 def _context(sentences: list[Sentence]) -> set[int]:
     """Where the steps are list items, the prose around them that states no condition is a
     lead-in or background, not a step."""
@@ -259,7 +164,7 @@ def _conditional_parent(
     does: dict[int, set[str]],
     parent: dict[int, int | None],
     nested: dict[int, int],
-    weights: _Weights,
+    weights: Weights,
 ) -> tuple[int | None, int | None]:
     """The step a condition branches on, and the earlier condition it is the alternative of."""
     mine = cond[s.number]
@@ -268,8 +173,14 @@ def _conditional_parent(
         if theirs and mine and len(mine & theirs) >= SIBLING_SHARE * min(len(mine), len(theirs)):
             if nested.get(s.number) == nested.get(t.number):
                 return parent[t.number], t.number
-    if s.number in nested:
-        return nested[s.number], None
+    if s.number in nested:  # the earlier item beside it that found out what it tests, else
+        item = nested[s.number]  # the item it stands under
+        branching = {t.line for t in earlier if t.number in cond}  # a sentence of a case
+        beside = [t for t in earlier if nested.get(t.number) == item and t.number not in cond
+                  and t.line not in branching]  # fmt: skip
+        scored = [(weights.overlap(mine, does[t.number]), t.number) for t in beside]
+        best = max(scored, default=(0.0, item))
+        return (best[1] if best[0] > 0 else item), None
     best, score = None, 0.0
     for t in earlier:  # later ones win a tie: the nearest step that found it out
         got = weights.overlap(mine, does[t.number] | (cond.get(t.number, set()) - mine))
@@ -297,7 +208,7 @@ def _plain_parent(
     earlier: list[Sentence],
     does: dict[int, set[str]],
     nested: dict[int, int],
-    weights: _Weights,
+    weights: Weights,
 ) -> int | None:
     if not earlier:
         return None
@@ -327,7 +238,7 @@ def _answers(
             children.setdefault(p, []).append(n)
     decisions = {p for n, p in parent.items() if p is not None and when[n] in ("yes", "no")}
     outcomes = [(outcome_id(o), _outcome_words(plan, o)) for o in plan.outcomes]
-    weights = _Weights([s.text for s in plan.doc.sentences])
+    weights = Weights([s.text for s in plan.doc.sentences])
     ends = [s.number for s in sentences if s.number not in decisions | set(children)]
     ended = _ends_in(ends, outcomes, parent, when, does, weights)
     out: dict[int, dict[str, str]] = {}
@@ -350,7 +261,7 @@ def _ends_in(
     parent: dict[int, int | None],
     when: dict[int, str],
     does: dict[int, set[str]],
-    weights: _Weights,
+    weights: Weights,
 ) -> dict[int, str]:
     """The outcome each path's end gives: the pairs whose words overlap most first, each
     outcome and each end once (every stated outcome is some path's end); then an end left over

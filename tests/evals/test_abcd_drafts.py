@@ -70,6 +70,49 @@ def test_a_drafted_decision_answers_as_the_condition_its_branch_starts_with():
     assert oracle(drafted, inv, {}) == {}  # nothing the case says: unanswered
 
 
+def _walked(nodes: dict, answer: dict[str, str]) -> list[str] | None:
+    drafted = load_sop_text(yaml.safe_dump({"id": "d", "entry": {"default": ["a"]},
+                                            "nodes": nodes}), check=False)  # fmt: skip
+    actions = _actions()
+    return walk(drafted, answer, lambda n: clicks(n, actions))
+
+
+def test_a_decision_no_case_answers_needs_none_where_every_answer_clicks_alike():
+    nodes = {
+        "a": {"kind": "observation", "text": "Whether they ask.", "source": "(s1)",
+              "next": {"true": ["b"], "false": ["c"]}},
+        "b": {"kind": "action", "text": "Tell them.", "next": {"always": ["c"]}},
+        "c": {"kind": "action", "text": "Select [Update Order]."},
+    }  # fmt: skip
+    assert _walked(nodes, {}) == ["update-order"]  # both answers click the same
+    nodes["b"]["text"] = "Tell them and [End Conversation]."
+    assert _walked(nodes, {}) is None  # they differ: unanswered
+    assert _walked(nodes, {"a": "true"}) == ["end-conversation", "update-order"]
+
+
+def test_a_decision_that_names_a_button_presses_it_to_find_out():
+    nodes = {
+        "a": {"kind": "observation", "text": "Then [Ask the Oracle] whether it is right.",
+              "next": {"true": ["b"]}},
+        "b": {"kind": "action", "text": "Select [Update Order]."},
+    }  # fmt: skip
+    assert _walked(nodes, {"a": "true"}) == ["ask-the-oracle", "update-order"]
+    assert _walked(nodes, {"a": "false"}) == ["ask-the-oracle"]
+
+
+def test_a_drafted_entry_no_hand_node_quotes_is_the_hand_written_entry():
+    hand = load_sop(ABCD / "return_color")  # its entry cites the step "Communication" (A3)
+    nodes = {
+        "a": {"kind": "observation", "text": "In all three cases, do so.",
+              "source": "d.md:3 (s1) In all three cases, do so.", "next": {"true": ["b"]}},
+        "b": {"kind": "action", "text": "[Pull up Account]", "source": "d.md:5 (s2) Pull."},
+    }  # fmt: skip
+    drafted = load_sop_text(yaml.safe_dump({"id": "d", "entry": {"default": ["a"]},
+                                            "nodes": nodes}), check=False)  # fmt: skip
+    assert cited_match(drafted, hand)["a"] == hand.entry["default"]
+    assert cited_match(drafted, hand)["b"] == []  # only an entry observation
+
+
 def test_buttons_are_read_as_the_ontology_s_actions():
     actions = _actions()
     node = Node(id="x", kind="action", text="Type it in, then select [Membership Privileges].")
@@ -112,7 +155,8 @@ def test_the_live_drafts_replay(tmp_path, monkeypatch):
     assert row["exit"] == 0
     assert row["candidates"] == {"sample 1": 9, "sample 2": 11, "structural": 0}
     # the step after the shipping check follows the branch that says it goes on ("Move onto
-    # the next step"), not the one that ends the conversation: 3 of 5 paths as the hand's
-    assert row["chosen"] == "structural" and row["same_clicks"] == 3 and row["paths"] == 5
+    # the next step"), not the one that ends the conversation, and the entry observes the
+    # opening statement ("The customer wants to upgrade ..."): 4 of 5 paths as the hand's
+    assert row["chosen"] == "structural" and row["same_clicks"] == 4 and row["paths"] == 5
     # the trivial baseline, the most common of the 5 paths' click sequences: 2 of them share it
     assert row["baseline_same_clicks"] == 2

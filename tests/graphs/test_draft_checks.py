@@ -98,6 +98,18 @@ def test_a_verdict_branch_that_leads_nowhere():
     assert p.node == "s1_check_age" and "'false' verdict leads nowhere" in p.message
 
 
+def test_the_opening_statement_s_no_may_lead_nowhere_and_no_other_verdict():
+    # the entry observes the document's opening statement: on no the procedure does not apply
+    text = SOUND.replace("      false: [s3_approve]\n", "")
+    assert _run(checks.check_branches, text, _facts(scope=1)) == []
+    # only its 'false', and only for the opening statement
+    [p] = _run(checks.check_branches, text, _facts(scope=2))
+    assert "'false' verdict leads nowhere" in p.message
+    [p] = _run(checks.check_branches, SOUND.replace("      true: [answer_rejected]\n", ""),
+               _facts(scope=1))  # fmt: skip
+    assert "'true' verdict leads nowhere" in p.message
+
+
 def test_a_path_that_ends_at_a_decision():
     text = SOUND.replace("    next:\n      true: [answer_approved]\n", "").replace(
         "  s3_approve:\n    kind: action", "  s3_approve:\n    kind: observation"

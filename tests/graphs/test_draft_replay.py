@@ -1,8 +1,8 @@
 """The live draft of examples/service_interruption/sop.md (docs/drafting.md), replayed from its
 cassette: no model started, no request missed. With ``--no-structural`` it is the recorded
-run (the model's drafts alone, 18 failed checks, 6 calls); with the structural candidate (made
+run (the model's drafts alone, 15 failed checks, 3 calls); with the structural candidate (made
 without the model) beside the same recorded samples, the structural one passes every check and
-is kept, so the repair round and its 2 calls are not made."""
+is kept, so the repair round and its call are not made."""
 
 from __future__ import annotations
 
@@ -34,18 +34,18 @@ def _replay(tmp_path: Path, *options: str) -> tuple[str, str]:
 def test_the_live_draft_replays(tmp_path):
     printed, sop = _replay(tmp_path, "--no-structural")
     assert (
-        "18 failed checks, samples [18, 18], structural -1, chosen sample 1, 1 repair round"
+        "15 failed checks, samples [15, 15], structural -1, chosen sample 1, 1 repair round"
         in printed
     )
-    assert "6 model calls (0 failed), 7,999 prompt + 1,615 completion tokens" in printed
+    assert "3 model calls (0 failed), 4,623 prompt + 1,499 completion tokens" in printed
     assert sop == RECORDED.read_text()
 
 
 def test_beside_the_recorded_samples_the_structural_candidate_is_kept(tmp_path):
     printed, sop = _replay(tmp_path)
     assert (
-        "0 failed checks, samples [18, 18], structural 0, chosen structural, 0 repair rounds"
+        "0 failed checks, samples [15, 15], structural 0, chosen structural, 0 repair rounds"
         in printed
     )
-    assert "4 model calls (0 failed), 4,494 prompt + 1,071 completion tokens" in printed
+    assert "2 model calls (0 failed), 2,456 prompt + 1,007 completion tokens" in printed
     assert sop == STRUCTURAL.read_text()

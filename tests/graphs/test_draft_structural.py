@@ -15,7 +15,8 @@ from sopgraph.graphs.drafting.facts import DraftFacts
 from sopgraph.graphs.drafting.outcomes import find_outcomes
 from sopgraph.graphs.drafting.reader import read_document
 from sopgraph.graphs.drafting.steps import Plan, assemble, to_yaml
-from sopgraph.graphs.drafting.structural import stem, structural_answers
+from sopgraph.graphs.drafting.structural import structural_answers
+from sopgraph.graphs.drafting.words import stem
 from sopgraph.graphs.loader import load_sop, load_sop_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +74,7 @@ def test_nested_items_and_otherwise_in_a_list_with_a_table_of_outcomes():
     text, problems = _structural(DRAFTS / "expense_claim.md")
     assert problems == []
     assert _edges(text) == {
+        ("s1", "true", "s2"),  # the opening statement holds: the steps
         ("s2", "false", "s3"), ("s2", "true", "s4"),  # receipt missing / all attached
         ("s4", "true", "s5"),  # "continue with the amount check": the next step
         ("s5", "true", "s6"), ("s5", "false", "s7"),  # at most the limit / otherwise
@@ -80,7 +82,10 @@ def test_nested_items_and_otherwise_in_a_list_with_a_table_of_outcomes():
         ("s3", "true", "answer_returned"), ("s6", "true", "answer_approved"),
         ("s8", "true", "answer_forwarded"),
     }  # fmt: skip
-    assert "s1_" not in text  # the lead-in before the list is background, listed unused
+    # the opening statement before the list is the entry observation, the steps on its yes
+    assert load_sop_text(text, "sop.yaml", check=False).entry["default"] == [
+        "s1_finance_reviewers_follow_these"
+    ]
 
 
 def test_a_step_after_branching_sub_items_follows_every_branch_that_goes_on(tmp_path):
@@ -119,7 +124,8 @@ def test_a_first_step_that_acts_follows_the_lead_in_that_says_what_the_procedure
     assert problems == []
     (entry,) = sop.entry["default"]
     assert entry.startswith("s1_") and sop.nodes[entry].kind == "observation"
-    assert sop.nodes[entry].next.always == [n for n in sop.nodes if n.startswith("s2_")]
+    # the opening statement says when the procedure applies: the steps follow on its yes
+    assert sop.nodes[entry].next.true == [n for n in sop.nodes if n.startswith("s2_")]
     assert [n.kind for k, n in sop.nodes.items() if k.startswith(("s2_", "s3_"))] == [
         "action",
         "action",
@@ -131,6 +137,81 @@ def test_a_first_step_that_acts_follows_the_lead_in_that_says_what_the_procedure
     sop = load_sop_text(text, "sop.yaml", check=False)
     (entry,) = sop.entry["default"]
     assert problems == [] and sop.nodes[entry].kind == "observation"
+
+
+def _doc(tmp_path: Path, steps: str, opening: str = "Refund requests are handled so.") -> Path:
+    doc = tmp_path / "refund.md"
+    doc.write_text(f"# Refunds\n\n{opening}\n\n## Steps\n\n{steps}")
+    return doc
+
+
+def test_a_step_that_says_skip_goes_on_at_the_step_it_names(tmp_path):
+    steps = (
+        "1. Look up the order.\n"
+        "2. Ask the warehouse whether the parcel came back, which will answer yes or no.\n"
+        "   - If the parcel came back, skip to the Refund Payment step below.\n"
+        "3. If the parcel did not come back, ask the customer to send it.\n"
+        "   - Wait for the parcel and check its condition.\n"
+        "4. Send the [Refund Payment] to the customer's card.\n"
+    )
+    text, problems = _structural(_doc(tmp_path, steps))
+    edges = _edges(text)
+    assert problems == []
+    assert {("s3", "true", "s4"), ("s3", "false", "s5")} <= edges  # came back / did not
+    assert ("s4", "true", "s7") in edges  # the skip: on at the step it names
+    assert not [e for e in edges if e[0] == "s4" and e[2] != "s7"]
+    # "skip the next step": on at the step after the next one
+    text, problems = _structural(_doc(tmp_path, steps.replace(
+        "skip to the Refund Payment step below", "skip the next step and pay")))  # fmt: skip
+    assert ("s4", "true", "s7") in _edges(text) and problems == []
+
+
+def test_a_condition_with_no_alternative_goes_on_past_it_on_the_other_result(tmp_path):
+    steps = (
+        "1. Send the confirmation email.\n"
+        "   - If the customer asks, tell them the delivery date.\n"
+        "2. Close the ticket.\n"
+    )
+    text, problems = _structural(_doc(tmp_path, steps))
+    edges = _edges(text)
+    assert problems == []  # no verdict leads nowhere
+    assert {("s2", "true", "s3"), ("s2", "false", "s4"), ("s3", "true", "s4")} <= edges
+
+
+def test_a_labelled_condition_and_a_branch_that_ends(tmp_path):
+    steps = (
+        "1. Ask whether the parcel has left the warehouse.\n"
+        "   - If it has not left, hold the parcel.\n"
+        "   - If it has left, tell the customer it is too late and end the conversation.\n"
+        "2. Ask whether the customer wants a refund.\n"
+        "3. (Option A) If the customer wants a refund, refund the order.\n"
+        "4. (Option B) If the customer does not want a refund, keep the order.\n"
+    )
+    text, problems = _structural(_doc(tmp_path, steps))
+    edges = _edges(text)
+    assert {("s2", "false", "s3"), ("s2", "true", "s4")} <= edges
+    assert ("s3", "true", "s5") in edges  # the branch that goes on joins the next step
+    assert not [e for e in edges if e[0] == "s4"]  # the one that says it ends does not
+    # "(Option A) If ...": a condition behind its label; the two are alternatives
+    assert {("s5", "true", "s6"), ("s5", "false", "s7")} <= edges
+
+
+def test_the_opening_statement_is_the_entry_for_the_model_s_answers_too(tmp_path):
+    doc = read_document(_doc(tmp_path, "1. Look up the order.\n2. Refund the order.\n"))
+    plan = Plan.of(doc, [])
+    assert plan.scope is not None and plan.scope.number == 1 and 1 not in plan.ids
+    # a model answer that starts at the first step: the entry is still the opening statement
+    answers = {n: {"role": "action", "after": "start" if n == 2 else plan.ids[2],
+                   "when": "always", "outcome": "none", "data": "none"} for n in plan.ids}  # fmt: skip
+    sop, unused = assemble(plan, answers)
+    assert sop["entry"] == {"default": ["s1_refund_requests_handled_so"]}
+    assert sop["nodes"]["s1_refund_requests_handled_so"]["next"] == {"true": [plan.ids[2]]}
+    # none where the document opens with a condition, or, in prose, with a step
+    for opening in ("If a refund is asked for, follow these steps:",):
+        assert Plan.of(read_document(_doc(tmp_path, "1. Refund it.\n", opening)), []).scope is None
+    prose = tmp_path / "prose.md"
+    prose.write_text("# Refunds\n\nCheck the order. If it is late, refund it.\n")
+    assert Plan.of(read_document(prose), []).scope is None
 
 
 def test_paragraph_prose_with_unless_and_an_enumerated_outcome():

@@ -27,11 +27,13 @@ ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "r" * 8 + "-reviewer-token-" + "k" * 24
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 SERVICE = ROOT / "examples/service_interruption/sop.md"
-# the structural draft of SERVICE: which node cites sentence 8, and the sentence no node encodes
+# the structural draft of SERVICE: which node cites sentence 8, the entry observation that
+# cites the opening statement (s1), and sentence 14, which a reviewer marks unused below
 S8_NODE = "s8_account_active_check_known"
-S1_TEXT = "This procedure is for customer service agents when a customer reports that their"
+S1_NODE = "s1_this_procedure_customer_service"
+S14_TEXT = "If the problem is resolved, end the conversation politely."
 JUDGED = [
-    "s4_authenticate_customer_s_identity", "s6_account_authentication_successful_verify",
+    S1_NODE, "s4_authenticate_customer_s_identity", "s6_account_authentication_successful_verify",
     S8_NODE, "s11_there_no_outage_proceed", "s13_after_troubleshooting_ask_customer",
 ]  # fmt: skip
 
@@ -76,8 +78,9 @@ def test_the_review_links_each_sentence_to_its_node(drafts: dict[str, Path]) -> 
     by_number = {s.number: s for s in review.sentences}
     assert by_number[8].nodes == (S8_NODE,) and by_number[8].state == "cited"
     assert review.node(S8_NODE).sentences == (8,)
-    assert review.node(S8_NODE).line == 45  # its line in sop.yaml
-    assert [s.number for s in review.unused] == [1] and by_number[1].text.startswith(S1_TEXT)
+    assert review.node(S8_NODE).line == 54  # its line in sop.yaml
+    assert by_number[1].nodes == (S1_NODE,) and by_number[1].state == "cited"  # the opening
+    assert review.unused == []
     assert by_number[2].state == "background"  # not a procedure sentence: not for coverage
     assert [n.id for n in review.judgement] == JUDGED  # the judgement steps review.md lists
     assert all(n.judgement == "judge" for n in review.judgement)
@@ -104,15 +107,11 @@ def test_an_edited_draft_shows_what_the_edit_changed(drafts: dict[str, Path], tm
         "  s15_problem_persists_escalate_issue:\n    kind: action\n    approval: required\n    cost: high\n",
     )
     sop.write_text(text)
-    facts = json.loads((folder / "draft.json").read_text())
-    facts["unused"] = []  # and takes s1 off the unused list
-    (folder / "draft.json").write_text(json.dumps(facts))
     review = read_review(folder)
     states = {s.number: s.state for s in review.sentences}
-    assert states[10] == "uncovered" and states[1] == "uncovered"
-    assert [s.number for s in review.unused] == [1, 10]
-    assert [p.message[:30] for p in review.problems] == ['sentence sop.md:3 (s1) "This p',
-                                                         'sentence sop.md:19 (s10) "Afte']  # fmt: skip
+    assert states[10] == "uncovered" and states[1] == "cited"
+    assert [s.number for s in review.unused] == [10]
+    assert [p.message[:30] for p in review.problems] == ['sentence sop.md:19 (s10) "Afte']
     assert review.node("s15_problem_persists_escalate_issue").judgement == "approval"
 
 
@@ -175,6 +174,11 @@ def console(tmp_path: Path, *folders: Path) -> Iterator[tuple[str, list[str]]]:
 
 def test_the_page_shows_the_sentence_with_its_node(drafts: dict[str, Path], tmp_path: Path):
     folder = _copy(drafts["service"], tmp_path)
+    # the reviewer marks sentence 14 unused: no node cites it, draft.json lists it
+    sop = folder / "sop.yaml"
+    sop.write_text(sop.read_text().replace("source: sop.md:23 (s14) ", "source: "))
+    facts = json.loads((folder / "draft.json").read_text())
+    (folder / "draft.json").write_text(json.dumps({**facts, "unused": [14]}))
     with console(tmp_path, folder, drafts["intake"]) as (url, pages):
         assert pages == [f"{url}/drafts/service", f"{url}/drafts/intake"]
         with httpx.Client(base_url=url, timeout=60.0) as client:
@@ -193,9 +197,9 @@ def test_the_page_shows_the_sentence_with_its_node(drafts: dict[str, Path], tmp_
             assert f".review:has(#n{index}:is(:hover,:target)) #s8{{background:" in html
             assert f".review:has(#s8:is(:hover,:target)) #n{index} rect{{" in html
             # the unused sentence, marked in the document and listed
-            assert re.search(rf"<li id=s1 class='sent unused' [^>]*>.*?{S1_TEXT}", html)
+            assert re.search(rf"<li id=s14 class='sent unused' [^>]*>.*?{S14_TEXT}", html)
             unused = re.search(r"<ul id=unused>(.*?)</ul>", html)[1]
-            assert "sop.md:3 (s1)" in unused and S1_TEXT in unused
+            assert "sop.md:23 (s14)" in unused and S14_TEXT in unused
             judged = re.findall(r"<tr class=judgement data-node='([^']+)'>", html)
             assert judged == JUDGED
             assert "all checks pass" in html and "id=problems" not in html
@@ -203,7 +207,7 @@ def test_the_page_shows_the_sentence_with_its_node(drafts: dict[str, Path], tmp_
             failing = client.get("/drafts/intake", headers=BEARER).text
             problems = re.search(r"<ul id=problems>(.*?)</ul>", failing)[1]
             sop = drafts["intake"] / "sop.yaml"
-            assert f"error: {sop}:60: answer_accepted: not reachable from any entry" in problems
+            assert f"error: {sop}:67: answer_accepted: not reachable from any entry" in problems
             assert "2 failed check(s): publish refuses it" in failing
 
             listing = client.get("/drafts", headers=BEARER).text

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sopgraph.graphs.drafting.structural import split_condition, stems
+from sopgraph.graphs.drafting.words import split_condition, stems
 from sopgraph.graphs.model import Node, Sop
 from sopgraph.tools.spec.errors import SpecError
 from sopgraph.tools.spec.expr import evaluate, names
