@@ -152,6 +152,7 @@ async def draft(
     propose: Propose,
     *,
     catalog: list[str] | None = None,
+    about: dict[str, str] | None = None,
     samples: int = 3,
     repairs: int = 1,
     sop_id: str | None = None,
@@ -165,14 +166,16 @@ async def draft(
     kept: the structural candidate wins only when it fails fewer checks. ``samples=0`` drafts
     the structural candidate alone.
 
-    ``structural=False`` leaves the structural candidate out (the model's drafts alone).
+    ``about`` says what each catalog name is about (a tool's description and record fields):
+    the structural candidate's data hints read it. ``structural=False`` leaves the structural
+    candidate out (the model's drafts alone).
     ``on_step`` is called after every model step with a short description (a progress bar).
     """
     samples = max(0, min(samples, MAX_SAMPLES))
     repairs = max(0, min(repairs, MAX_REPAIRS))
     started = time.monotonic()
     outcomes = find_outcomes(doc)
-    plan = Plan.of(doc, outcomes, catalog)
+    plan = Plan.of(doc, outcomes, catalog, about)
     base = DraftFacts.of(doc, outcomes, catalog, sha256)
     cost = Cost()
 

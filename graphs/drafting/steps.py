@@ -51,10 +51,12 @@ class Plan:
     comparisons: dict[int, list[Comparison]] = field(default_factory=dict)
     sections: list[list[Sentence]] = field(default_factory=list)
     scope: Sentence | None = None  # the opening statement: the entry observation
+    about: dict[str, str] = field(default_factory=dict)  # catalog name -> what it is about
 
     @classmethod
-    def of(cls, doc: Document, outcomes: list[Outcome], catalog: list[str] | None = None) -> Plan:
-        plan = cls(doc, outcomes, catalog)
+    def of(cls, doc: Document, outcomes: list[Outcome], catalog: list[str] | None = None,
+           about: dict[str, str] | None = None) -> Plan:  # fmt: skip
+        plan = cls(doc, outcomes, catalog, about=about or {})
         stated = {o.sentence for o in outcomes}
         plan.scope = scope_of(doc, stated)
         if plan.scope is not None:

@@ -38,7 +38,7 @@ import re
 from sopgraph.graphs.drafting.continuation import go_on
 from sopgraph.graphs.drafting.document import Sentence
 from sopgraph.graphs.drafting.steps import NONE, START, Plan, outcome_id
-from sopgraph.graphs.drafting.words import Weights, split_condition, stems
+from sopgraph.graphs.drafting.words import Weights, name_stems, split_condition, stems
 
 _CONDITION = re.compile(r"^(?:if|when|whenever|unless|in case|in the event|should)\b", re.I)
 _OTHERWISE = re.compile(r"^(?:otherwise|else|if not|failing that)\b", re.I)
@@ -115,6 +115,9 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
             branches.setdefault(parent[s.number], {}).setdefault(when[s.number], s.number)
     words = {n: does[n] | cond.get(n, set()) for n in does}
     out = _answers(plan, sentences, parent, when, words)
+    for n, step in out.items():  # what the step does names the data that decides it
+        if step["role"] == "decision" and plan.catalog:
+            step["data"] = _data_hint(does[n], plan.catalog, plan.about, weights)
     go_on(plan, sentences, parent, when, nested, out, weights)
     lead = _lead_in(sentences, context, out, plan.ids) if plan.scope is None else None
     for n in context:
@@ -253,6 +256,23 @@ def _answers(
             "data": NONE,
         }
     return out
+
+
+def _data_hint(does: set[str], catalog: list[str], about: dict[str, str], weights: Weights) -> str:
+    """The catalog name that what a decision's step does names ("verify the customer's account
+    status" -> ``server.verify_customer_account``): the name's own words count in full, the
+    words of what it is about (a tool's description, its record's fields) half. At least two
+    words shared, and no tie; else none (the step stays a judgement step)."""
+    scored = []
+    for c in catalog:
+        name, rest = name_stems(c), stems(about.get(c, ""))
+        shared = does & (name | rest)
+        got = weights.overlap(does, name) + 0.5 * weights.overlap(does, rest - name)
+        scored.append((got if len(shared) >= 2 else 0.0, c))
+    scored.sort(reverse=True)
+    if not scored or scored[0][0] <= 0 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return NONE
+    return scored[0][1]
 
 
 def _ends_in(

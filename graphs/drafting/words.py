@@ -47,3 +47,11 @@ class Weights:
 
     def overlap(self, a: set[str], b: set[str]) -> float:
         return sum(math.log(1 + self.n / self.df.get(w, 1)) for w in a & b)
+
+
+def name_stems(name: str) -> set[str]:
+    """A catalog name's words, its server left out: ``customer_service.verify_customer_account``
+    -> verify, customer, account; ``ops.Orders.deliveredAt`` -> order, deliver."""
+    parts = name.split(".")[1:] or name.split(".")
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", " ".join(parts))
+    return stems(re.sub(r"[_\-]+", " ", spaced))

@@ -24,9 +24,10 @@ REVIEW_FILE = "review.md"
 DRAWING_FILE = "sop.mmd"
 
 
-async def _catalog(mcp_json: Path) -> list[str]:
-    """The names the servers of ``mcp_json`` serve: ``server.tool``, ``server.metric``,
-    ``server.table`` and ``server.table.column``."""
+async def _catalog(mcp_json: Path) -> dict[str, str]:
+    """The names the servers of ``mcp_json`` serve (``server.tool``, ``server.metric``,
+    ``server.table`` and ``server.table.column``), each with what it is about: a tool's
+    description and the fields and values of the record it returns."""
     from sopgraph.nodes.mcp import McpPool, load_server_configs
     from sopgraph.tools.toolmaker.catalog import Catalog
     from sopgraph.tools.toolmaker.data_catalog import DataCatalog
@@ -42,12 +43,17 @@ async def _catalog(mcp_json: Path) -> list[str]:
         data = await DataCatalog.read(catalog, list(catalog.servers))
     finally:
         await pool.close()
-    names = [f"{s}.{t.name}" for s, tools in catalog.servers.items() for t in tools]
-    names += [f"{s}.{m}" for s, ms in data.metrics.items() for m in ms]
+    about: dict[str, str] = {}
+    for s, tools in catalog.servers.items():
+        for t in tools:
+            fields = t.record_fields()
+            values = [str(v) for f in fields.values() for v in f.get("enum") or []]
+            about[f"{s}.{t.name}"] = " ".join([t.description, *fields, *values])
+    about |= {f"{s}.{m}": "" for s, ms in data.metrics.items() for m in ms}
     for s, tables in data.tables.items():
         for table, cols in tables.items():
-            names += [f"{s}.{table}", *(f"{s}.{table}.{c}" for c in cols)]
-    return list(dict.fromkeys(names))
+            about |= {f"{s}.{table}": "", **{f"{s}.{table}.{c}": "" for c in cols}}
+    return about
 
 
 def _model_name() -> str:
@@ -89,7 +95,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
     except DocumentError as exc:
         raise UserError(str(exc)) from None
     sha = hashlib.sha256(Path(args.document).read_bytes()).hexdigest()
-    catalog = asyncio.run(_catalog(Path(args.data))) if args.data else None
+    about = asyncio.run(_catalog(Path(args.data))) if args.data else None
 
     from sopgraph.nodes.models import dspy_lm
     from sopgraph.prompts.drafting import dspy_propose
@@ -107,7 +113,8 @@ def cmd_draft(args: argparse.Namespace) -> int:
         def on_step(what: str) -> None:
             bar.update(task, advance=1, description=what[:60])
 
-        result = asyncio.run(draft(doc, dspy_propose(lm), catalog=catalog, samples=args.samples,
+        result = asyncio.run(draft(doc, dspy_propose(lm), catalog=list(about) if about else None,
+                                   about=about, samples=args.samples,
                                    repairs=args.repairs, sop_id=args.id, sha256=sha,
                                    structural=not args.no_structural,
                                    on_step=on_step))  # fmt: skip

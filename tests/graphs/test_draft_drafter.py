@@ -16,6 +16,7 @@ from sopgraph.graphs.drafting.document import read_text
 from sopgraph.graphs.drafting.drafter import StepReply, StepRequest, draft
 from sopgraph.graphs.drafting.outcomes import find_outcomes
 from sopgraph.graphs.drafting.steps import Plan
+from sopgraph.graphs.loader import load_sop
 from sopgraph.prompts.drafting import dspy_propose
 
 DOC = """# Refund check
@@ -222,3 +223,22 @@ def test_data_hints_come_from_the_catalog_of_the_mcp_servers(tmp_path, monkeypat
     assert "data:\n    - customer_service.check_area_outages" in sop
     assert "no_such_tool" not in sop  # a name outside the catalog never reaches the draft
     assert main(["publish", str(out)]) == 0
+
+
+def test_the_structural_candidate_hints_the_data_its_steps_name(tmp_path, capsys):
+    # no model: each decision's hint is the catalog tool whose name and description share
+    # the most words with what the step does; a step that shares fewer than two has none
+    root = Path(__file__).parents[2] / "examples" / "service_interruption"
+    out = tmp_path / "draft"
+    assert main(["draft", str(root / "sop.md"), "-o", str(out), "--samples", "0",
+                 "--repairs", "0", "--data", str(root / "mcp.json")]) == 0  # fmt: skip
+    sop = load_sop(out / "sop.yaml", check=False)
+    hints = {n.id.split("_")[0]: n.data for n in sop.nodes.values() if n.data}
+    assert hints == {
+        "s4": ["customer_service.authenticate_customer"],  # Authenticate the customer's ...
+        "s6": ["customer_service.verify_customer_account"],  # ..., verify the account status
+        "s8": ["customer_service.check_area_outages"],  # ..., check for known outages
+        "s11": ["customer_service.assess_line_connection_status"],
+        "s13": ["customer_service.query_problem_resolution_status"],  # whether it is resolved
+    }
+    assert "0 failed checks" in capsys.readouterr().out  # every hint resolves in the catalog
