@@ -21,7 +21,14 @@ from sopgraph.graphs.drafting.checks import check_draft
 from sopgraph.graphs.drafting.document import Document, Sentence
 from sopgraph.graphs.drafting.facts import DraftFacts
 from sopgraph.graphs.drafting.outcomes import find_outcomes
-from sopgraph.graphs.drafting.steps import Plan, assemble, clean_answer, outcome_id, to_yaml
+from sopgraph.graphs.drafting.steps import (
+    CatalogEntry,
+    Plan,
+    assemble,
+    clean_answer,
+    outcome_id,
+    to_yaml,
+)
 from sopgraph.graphs.drafting.structural import structural_answers
 from sopgraph.graphs.problems import Problem
 
@@ -152,7 +159,7 @@ async def draft(
     propose: Propose,
     *,
     catalog: list[str] | None = None,
-    about: dict[str, str] | None = None,
+    about: dict[str, CatalogEntry] | None = None,
     samples: int = 3,
     repairs: int = 1,
     sop_id: str | None = None,
@@ -166,8 +173,9 @@ async def draft(
     kept: the structural candidate wins only when it fails fewer checks. ``samples=0`` drafts
     the structural candidate alone.
 
-    ``about`` says what each catalog name is about (a tool's description and record fields):
-    the structural candidate's data hints read it. ``structural=False`` leaves the structural
+    ``about`` says what each catalog name is about (a tool's description and record fields,
+    read by the structural candidate's data hints) and the arguments it requires (the draft's
+    input). ``structural=False`` leaves the structural
     candidate out (the model's drafts alone).
     ``on_step`` is called after every model step with a short description (a progress bar).
     """

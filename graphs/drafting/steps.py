@@ -39,6 +39,16 @@ def outcome_id(o: Outcome) -> str:
     return f"answer_{slug(o.value)}"
 
 
+@dataclass(frozen=True)
+class CatalogEntry:
+    """What a catalog name is about (a tool's description, the fields and values of the record
+    it returns) and the arguments it requires (name -> JSON schema): a draft's decisions that
+    read it take those as the run's input."""
+
+    about: str = ""
+    arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
 @dataclass
 class Plan:
     """What the document fixes before any model step: the sentences to fill (by section), their
@@ -51,11 +61,11 @@ class Plan:
     comparisons: dict[int, list[Comparison]] = field(default_factory=dict)
     sections: list[list[Sentence]] = field(default_factory=list)
     scope: Sentence | None = None  # the opening statement: the entry observation
-    about: dict[str, str] = field(default_factory=dict)  # catalog name -> what it is about
+    about: dict[str, CatalogEntry] = field(default_factory=dict)  # catalog name -> entry
 
     @classmethod
     def of(cls, doc: Document, outcomes: list[Outcome], catalog: list[str] | None = None,
-           about: dict[str, str] | None = None) -> Plan:  # fmt: skip
+           about: dict[str, CatalogEntry] | None = None) -> Plan:  # fmt: skip
         plan = cls(doc, outcomes, catalog, about=about or {})
         stated = {o.sentence for o in outcomes}
         plan.scope = scope_of(doc, stated)
@@ -229,9 +239,27 @@ def assemble(
     }
     if params:
         sop["params"] = params
+    if inputs := _inputs(plan, nodes):
+        sop["input"] = inputs
     sop["entry"] = {"default": entry}
     sop["nodes"] = nodes
     return sop, unused
+
+
+_TYPES = ("string", "integer", "number", "boolean")
+
+
+def _inputs(plan: Plan, nodes: dict[str, Any]) -> dict[str, Any]:
+    """The run's input: the arguments the data the decisions read requires (every
+    ``customer_service`` tool takes ``case_id``), each required."""
+    out: dict[str, Any] = {}
+    for name in dict.fromkeys(d for n in nodes.values() for d in n.get("data", [])):
+        for arg, schema in (plan.about.get(name) or CatalogEntry()).arguments.items():
+            kind = schema.get("type") if schema.get("type") in _TYPES else "string"
+            said = " ".join(str(schema.get("description") or "").split())
+            out.setdefault(arg, {"type": kind, "required": True,
+                                 "description": said or f"what {name} reads"})  # fmt: skip
+    return out
 
 
 def to_yaml(sop: dict[str, Any]) -> str:

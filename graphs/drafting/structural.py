@@ -265,7 +265,7 @@ def _data_hint(does: set[str], catalog: list[str], about: dict[str, str], weight
     words shared, and no tie; else none (the step stays a judgement step)."""
     scored = []
     for c in catalog:
-        name, rest = name_stems(c), stems(about.get(c, ""))
+        name, rest = name_stems(c), stems(about[c].about if c in about else "")
         shared = does & (name | rest)
         got = weights.overlap(does, name) + 0.5 * weights.overlap(does, rest - name)
         scored.append((got if len(shared) >= 2 else 0.0, c))

@@ -18,16 +18,18 @@ from sopgraph.graphs.drafting.document import DocumentError
 from sopgraph.graphs.drafting.drafter import MAX_REPAIRS, MAX_SAMPLES, SOP_FILE, total_steps
 from sopgraph.graphs.drafting.facts import FACTS_FILE
 from sopgraph.graphs.drafting.reader import read_document
+from sopgraph.graphs.drafting.steps import CatalogEntry
 from sopgraph.progress import progress_bar
 
 REVIEW_FILE = "review.md"
 DRAWING_FILE = "sop.mmd"
 
 
-async def _catalog(mcp_json: Path) -> dict[str, str]:
+async def _catalog(mcp_json: Path) -> dict[str, CatalogEntry]:
     """The names the servers of ``mcp_json`` serve (``server.tool``, ``server.metric``,
-    ``server.table`` and ``server.table.column``), each with what it is about: a tool's
-    description and the fields and values of the record it returns."""
+    ``server.table`` and ``server.table.column``), each with what it is about (a tool's
+    description and the fields and values of the record it returns) and the arguments it
+    requires."""
     from sopgraph.nodes.mcp import McpPool, load_server_configs
     from sopgraph.tools.toolmaker.catalog import Catalog
     from sopgraph.tools.toolmaker.data_catalog import DataCatalog
@@ -43,17 +45,22 @@ async def _catalog(mcp_json: Path) -> dict[str, str]:
         data = await DataCatalog.read(catalog, list(catalog.servers))
     finally:
         await pool.close()
-    about: dict[str, str] = {}
+    out: dict[str, CatalogEntry] = {}
     for s, tools in catalog.servers.items():
         for t in tools:
             fields = t.record_fields()
             values = [str(v) for f in fields.values() for v in f.get("enum") or []]
-            about[f"{s}.{t.name}"] = " ".join([t.description, *fields, *values])
-    about |= {f"{s}.{m}": "" for s, ms in data.metrics.items() for m in ms}
+            props = (t.input_schema or {}).get("properties", {})
+            out[f"{s}.{t.name}"] = CatalogEntry(
+                " ".join([t.description, *fields, *values]),
+                {a: props.get(a, {}) for a in t.required},
+            )
+    out |= {f"{s}.{m}": CatalogEntry() for s, ms in data.metrics.items() for m in ms}
     for s, tables in data.tables.items():
         for table, cols in tables.items():
-            about |= {f"{s}.{table}": "", **{f"{s}.{table}.{c}": "" for c in cols}}
-    return about
+            out |= {f"{s}.{table}": CatalogEntry(), **{f"{s}.{table}.{c}": CatalogEntry()
+                                                        for c in cols}}  # fmt: skip
+    return out
 
 
 def _model_name() -> str:

@@ -242,3 +242,5 @@ def test_the_structural_candidate_hints_the_data_its_steps_name(tmp_path, capsys
         "s13": ["customer_service.query_problem_resolution_status"],  # whether it is resolved
     }
     assert "0 failed checks" in capsys.readouterr().out  # every hint resolves in the catalog
+    # the run's input: what the hinted tools require, so a tool can be made for each node
+    assert list(sop.input) == ["case_id"] and sop.input["case_id"].required

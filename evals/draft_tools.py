@@ -1,0 +1,106 @@
+"""Tools for a drafted SOP's decisions (issue 51): ``examples/service_interruption/sop.md``
+drafted with its catalog, and the tool-maker run on each drafted decision.
+
+``python -m sopgraph.evals.draft_tools OUT`` writes OUT as an SOP folder:
+
+- ``sop.yaml``: the structural draft of the prose SOP with ``--data`` its ``mcp.json`` (no
+  model; ``draft/`` holds the whole draft folder), so each decision carries the data hint the
+  drafter gave it;
+- the servers' config (``mcp.json``) and the scripted cases (``cases.json``);
+- ``cases/<node>.jsonl`` for each drafted decision whose hint is one of the imported SOP's
+  branching APIs (``service_interruption_checks.decisions``). A case is ``true`` when it takes
+  the drafted decision's ``true`` branch. That is read from the imported SOP, never from the
+  draft's words: the API's field holds the value of the imported branch whose target is the
+  node the drafted ``true`` branch starts with (nodes matched by their words,
+  ``agreement.match``). A decision whose branch matches neither is left out and named. The
+  split is the Check SOP's: the same hash of the imported node and the case, so the held-out
+  cases are the ones `docs/toolmaker.md`'s cold run was scored on.
+
+Then ``sopgraph eval toolmaker OUT --cases OUT/cases --label-free ...`` makes the tools (the
+command line is in ``docs/drafting.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+
+from sopgraph.cli import main as sopgraph
+from sopgraph.evals.service_interruption import SOP_DIR
+from sopgraph.evals.service_interruption_checks import SERVER, decisions, labeled
+from sopgraph.graphs.drafting.agreement import match
+from sopgraph.graphs.loader import load_sop
+from sopgraph.graphs.model import Sop
+
+
+def polarity(drafted: Sop, node_id: str, hand: Sop, imported: str) -> bool | None:
+    """Whether the drafted decision's ``true`` is the imported node's first branch (True), its
+    second (False), or neither (None): through the node its ``true`` branch starts with."""
+    matched = {d: h for h, d in match(drafted, hand).items()}
+    starts = drafted.nodes[node_id].next.true
+    took = matched.get(starts[0]) if starts else None
+    first, second = hand.nodes[imported].next.when[:2]
+    if took in first.then:
+        return True
+    if took in second.then:
+        return False
+    return None
+
+
+def write(out: Path) -> tuple[dict[str, str], list[str]]:
+    """OUT as above; (drafted decision -> imported node, the drafted decisions left out)."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    code = sopgraph(["draft", str(SOP_DIR / "sop.md"), "-o", str(out / "draft"), "--samples",
+                     "0", "--repairs", "0", "--data", str(SOP_DIR / "mcp.json")])  # fmt: skip
+    if code != 0:
+        raise SystemExit(f"the draft failed (exit {code})")
+    shutil.copy(out / "draft" / "sop.yaml", out / "sop.yaml")
+    for name in ("mcp.json", "cases.json"):
+        shutil.copy(SOP_DIR / name, out / name)
+    raw = yaml.safe_load((SOP_DIR / "sop.yaml").read_text(encoding="utf-8"))
+    found = decisions(raw)
+    by_api = {api: node for node, (api, _, _) in found.items()}
+    drafted, hand = load_sop(out / "sop.yaml"), load_sop(SOP_DIR / "sop.yaml")
+    cases = json.loads((SOP_DIR / "cases.json").read_text(encoding="utf-8"))["cases"]
+    (out / "cases").mkdir()
+    mapped: dict[str, str] = {}
+    left: list[str] = []
+    for node in drafted.decision_nodes:
+        api = next((d.split(".", 1)[1] for d in node.data if d.startswith(f"{SERVER}.")), None)
+        imported = by_api.get(api or "")
+        took = polarity(drafted, node.id, hand, imported) if imported else None
+        if imported is None or took is None:
+            left.append(node.id)
+            continue
+        rows = labeled(cases, {imported: found[imported]})[imported]
+        flip = {"true": "false", "false": "true"}
+        rows = [{**r, "node": node.id, "expected": r["expected"] if took else flip[r["expected"]]}
+                for r in rows]  # fmt: skip
+        lines = "".join(json.dumps(r) + "\n" for r in rows)
+        (out / "cases" / f"{node.id}.jsonl").write_text(lines, encoding="utf-8")
+        mapped[node.id] = imported
+    return mapped, left
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m sopgraph.evals.draft_tools", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("out", type=Path, help="the SOP folder to write (replaced)")
+    args = parser.parse_args(argv)
+    mapped, left = write(args.out)
+    pairs = ", ".join(f"{d} ({h})" for d, h in mapped.items())
+    print(f"{args.out}: {len(mapped)} drafted decisions with cases: {pairs}; "
+          f"left out: {', '.join(left) or 'none'}")  # fmt: skip
+    print(f"nodes: {','.join(mapped)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
