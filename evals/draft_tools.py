@@ -25,11 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
 
-from sopgraph.cli import main as sopgraph
 from sopgraph.evals.service_interruption import SOP_DIR
 from sopgraph.evals.service_interruption_checks import SERVER, decisions, labeled
 from sopgraph.graphs.drafting.agreement import match
@@ -56,10 +57,12 @@ def write(out: Path) -> tuple[dict[str, str], list[str]]:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    code = sopgraph(["draft", str(SOP_DIR / "sop.md"), "-o", str(out / "draft"), "--samples",
-                     "0", "--repairs", "0", "--data", str(SOP_DIR / "mcp.json")])  # fmt: skip
-    if code != 0:
-        raise SystemExit(f"the draft failed (exit {code})")
+    cmd = [sys.executable, "-m", "sopgraph", "draft", str(SOP_DIR / "sop.md"), "-o",
+           str(out / "draft"), "--samples", "0", "--repairs", "0", "--data",
+           str(SOP_DIR / "mcp.json")]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the draft failed (exit {done.returncode}): {done.stderr.strip()}")
     shutil.copy(out / "draft" / "sop.yaml", out / "sop.yaml")
     for name in ("mcp.json", "cases.json"):
         shutil.copy(SOP_DIR / name, out / name)
