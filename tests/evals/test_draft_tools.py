@@ -5,6 +5,12 @@ SOP takes, through the drafted decision's own ``true`` branch."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from sopgraph.evals.draft_tools import write
 from sopgraph.evals.service_interruption import CASES
@@ -33,3 +39,34 @@ def test_the_drafted_decisions_get_cases_labelled_by_their_own_branches(tmp_path
     for r in rows:
         status = scripted[r["input"]["case_id"]]["authenticate_customer"]["authentication_status"]
         assert r["expected"] == ("true" if status == "success" else "false"), r
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_live_tool_making_on_the_drafted_nodes_replays(tmp_path):
+    """evals/model_results/toolmaker_drafted_service_interruption.json (docs/drafting.md): the
+    tool-maker, label-free, on the 5 drafted decisions: the same samples, the same votes, the
+    same kept Checks, row for row."""
+    out = tmp_path / "sop"
+    mapped, _ = write(out)
+    live = json.loads((ROOT / "evals/model_results/toolmaker_drafted_service_interruption.json")
+                      .read_text())  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOPGRAPH_")}
+    env.update(SOPGRAPH_MODEL="local", SOPGRAPH_HOME=str(tmp_path / "home"),
+               SOPGRAPH_CASSETTE=str(ROOT / "tests/cassettes/toolmaker_drafted_service_interruption.jsonl"),
+               SOPGRAPH_CASSETTE_MODE="replay")  # fmt: skip
+    argv = ["eval", "toolmaker", str(out), "--cases", str(out / "cases"), "--configs", "sop+d+r",
+            "--label-free", "--demos", str(ROOT / "examples/fc_alarm_triage"), "--nodes",
+            ",".join(mapped), "--out", str(tmp_path / "made"), "--json"]  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "sopgraph", *argv], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout)
+    assert got["live"] is False
+    same = ("node", "config", "passed", "eval_pass", "train_pass", "tokens", "spec")
+    assert [{k: r.get(k) for k in same} for r in got["rows"]] == [
+        {k: r.get(k) for k in same} for r in live["rows"]
+    ]
+    assert got["configs"]["sop+d+r cold +enum label-free"]["nodes_passed"] == sorted(mapped)
