@@ -16,13 +16,21 @@ drafted with its catalog, and the tool-maker run on each drafted decision.
   split is the Check SOP's: the same hash of the imported node and the case, so the held-out
   cases are the ones `docs/toolmaker.md`'s cold run was scored on.
 
-Then ``sopgraph eval toolmaker OUT --cases OUT/cases --label-free ...`` makes the tools (the
-command line is in ``docs/drafting.md``).
+Then ``sopgraph eval toolmaker OUT --cases OUT/cases --label-free ... --register-into MADE``
+makes the tools and registers those that pass (the command line is in ``docs/drafting.md``),
+and ``python -m sopgraph.evals.draft_tools OUT --run MADE`` runs the drafted graph with them on
+every scripted case, beside the hand-written (imported) SOP with its own tools: on how many
+cases the draft visits the hand-written graph's steps in the same order (nodes matched by their
+words; the imported SOP's opening API call and the draft's opening statement and outcome nodes,
+which have no counterpart, left out). The draft's opening statement is a judgement step, which
+the reviewer answers here with a tool of their own (every case run here is a reported
+interruption, so the procedure applies): no model runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import shutil
 import subprocess
@@ -36,6 +44,18 @@ from sopgraph.evals.service_interruption_checks import SERVER, decisions, labele
 from sopgraph.graphs.drafting.agreement import match
 from sopgraph.graphs.loader import load_sop
 from sopgraph.graphs.model import Sop
+from sopgraph.tools.registry import Registry
+
+# the reviewer's answer to the draft's opening statement, a judgement step
+SCOPE_TOOL = '''"""The reviewer's tool for the draft's opening statement: every case this SOP is run
+on here is a reported service interruption, so the procedure applies."""
+
+from sopgraph.graphs.model import Verdict
+
+
+async def run(input: dict, ctx) -> Verdict:
+    return Verdict(value="true", observed={}, explanation="the reviewer: the procedure applies")
+'''
 
 
 def polarity(drafted: Sop, node_id: str, hand: Sop, imported: str) -> bool | None:
@@ -91,12 +111,50 @@ def write(out: Path) -> tuple[dict[str, str], list[str]]:
     return mapped, left
 
 
+async def compare(made: Path) -> list[dict[str, object]]:
+    """Each scripted case run on the drafted SOP in ``made`` (its made tools, and the
+    reviewer's for the opening statement) and on the imported one: the steps each visits."""
+    from sopgraph.runtime.runner import Session  # the run half only: writing needs no LangGraph
+
+    drafted, hand = load_sop(made / "sop.yaml"), load_sop(SOP_DIR / "sop.yaml")
+    scope = drafted.entry["default"][0]
+    registry = Registry(made / "tools")
+    if not registry.has(scope):
+        registry.add_version(scope, SCOPE_TOOL, author="human", activate=True,
+                             reason="the reviewer: the procedure applies to every case")  # fmt: skip
+    inverse = {d: h for h, d in match(drafted, hand).items()}
+    cases = list(json.loads((SOP_DIR / "cases.json").read_text(encoding="utf-8"))["cases"])
+    async with Session(made, approval="approve") as session:
+        mine = {c: await session.run({"case_id": c}) for c in cases}
+    async with Session(SOP_DIR, approval="approve") as session:
+        theirs = {c: await session.run({"type": "default", "case_id": c}) for c in cases}
+    rows = []
+    for c in cases:
+        got = [inverse[n] for n in mine[c].path if n in inverse]
+        want = [n for n in theirs[c].path if n in inverse.values()]
+        rows.append({"case": c, "same": got == want, "status": mine[c].status,
+                     "drafted": mine[c].path, "hand": theirs[c].path})  # fmt: skip
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m sopgraph.evals.draft_tools", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("out", type=Path, help="the SOP folder to write (replaced)")
+    parser.add_argument("--run", type=Path, metavar="MADE",
+                        help="run the drafted SOP in MADE (tools registered) on every case")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.run:
+        rows = asyncio.run(compare(args.run))
+        same = sum(bool(r["same"]) for r in rows)
+        done = sum(r["status"] == "done" for r in rows)
+        ended = sum(str(r["drafted"][-1]).startswith("answer_") for r in rows)
+        print(json.dumps(rows, indent=1))
+        print(f"{same} of {len(rows)} cases visit the hand-written graph's steps in its order; "
+              f"{done} runs done, {ended} ending in an outcome the document states",
+              file=sys.stderr)  # fmt: skip
+        return 0
     mapped, left = write(args.out)
     pairs = ", ".join(f"{d} ({h})" for d, h in mapped.items())
     print(f"{args.out}: {len(mapped)} drafted decisions with cases: {pairs}; "

@@ -4,6 +4,7 @@ SOP takes, through the drafted decision's own ``true`` branch."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sopgraph.evals.draft_tools import write
+from sopgraph.evals.draft_tools import compare, write
 from sopgraph.evals.service_interruption import CASES
 from sopgraph.graphs.loader import load_sop
 
@@ -45,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_the_live_tool_making_on_the_drafted_nodes_replays(tmp_path):
+def test_the_live_tool_making_on_the_drafted_nodes_replays(tmp_path, monkeypatch):
     """evals/model_results/toolmaker_drafted_service_interruption.json (docs/drafting.md): the
     tool-maker, label-free, on the 5 drafted decisions: the same samples, the same votes, the
     same kept Checks, row for row."""
@@ -59,7 +60,8 @@ def test_the_live_tool_making_on_the_drafted_nodes_replays(tmp_path):
                SOPGRAPH_CASSETTE_MODE="replay")  # fmt: skip
     argv = ["eval", "toolmaker", str(out), "--cases", str(out / "cases"), "--configs", "sop+d+r",
             "--label-free", "--demos", str(ROOT / "examples/fc_alarm_triage"), "--nodes",
-            ",".join(mapped), "--out", str(tmp_path / "made"), "--json"]  # fmt: skip
+            ",".join(mapped), "--out", str(tmp_path / "made"), "--json",
+            "--register-into", str(tmp_path / "registered")]  # fmt: skip
     proc = subprocess.run([sys.executable, "-m", "sopgraph", *argv], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -70,3 +72,17 @@ def test_the_live_tool_making_on_the_drafted_nodes_replays(tmp_path):
         {k: r.get(k) for k in same} for r in live["rows"]
     ]
     assert got["configs"]["sop+d+r cold +enum label-free"]["nodes_passed"] == sorted(mapped)
+    # the drafted graph, run with the made tools (no model), visits the hand-written graph's
+    # steps in its order on every scripted case, each run ending in a stated outcome
+    made = tmp_path / "registered"
+    monkeypatch.setenv("SOPGRAPH_HOME", str(tmp_path / "runs"))
+    rows = asyncio.run(compare(made))
+    assert len(rows) == 38 and all(r["same"] and r["status"] == "done" for r in rows)
+    assert all(str(r["drafted"][-1]).startswith("answer_") for r in rows)
+    # and it can tell: with the authentication step's branches swapped, the cases differ
+    text = (made / "sop.yaml").read_text()
+    swapped = text.replace("      'true':\n      - s6_", "      'false':\n      - s6_").replace(
+        "      'false':\n      - s5_", "      'true':\n      - s5_")  # fmt: skip
+    assert swapped != text
+    (made / "sop.yaml").write_text(swapped)
+    assert not any(r["same"] for r in asyncio.run(compare(made)))
