@@ -111,6 +111,24 @@ def write(out: Path) -> tuple[dict[str, str], list[str]]:
     return mapped, left
 
 
+def majority_copy(out: Path, made: Path, dest: Path) -> Path:
+    """The trivial baseline: a copy of ``made`` whose decisions each answer the verdict most of
+    their training cases (``out``'s) have, whatever the input."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(made, dest)
+    registry = Registry(dest / "tools")
+    for cases in sorted((out / "cases").glob("*.jsonl")):
+        rows = [json.loads(line) for line in cases.read_text(encoding="utf-8").splitlines()]
+        train = [r["expected"] for r in rows if r["split"] == "train"]
+        verdict = max(("true", "false"), key=train.count)
+        code = SCOPE_TOOL.replace('value="true"', f'value="{verdict}"').replace(
+            "the reviewer: the procedure applies", f"the training majority: {verdict}")  # fmt: skip
+        registry.add_version(cases.stem, code, author="human", activate=True,
+                             reason="the trivial baseline")  # fmt: skip
+    return dest
+
+
 async def compare(made: Path) -> list[dict[str, object]]:
     """Each scripted case run on the drafted SOP in ``made`` (its made tools, and the
     reviewer's for the opening statement) and on the imported one: the steps each visits."""
@@ -144,9 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the SOP folder to write (replaced)")
     parser.add_argument("--run", type=Path, metavar="MADE",
                         help="run the drafted SOP in MADE (tools registered) on every case")  # fmt: skip
+    parser.add_argument("--baseline", action="store_true",
+                        help="with --run: each decision answers its training majority instead")  # fmt: skip
     args = parser.parse_args(argv)
     if args.run:
-        rows = asyncio.run(compare(args.run))
+        made = args.run
+        if args.baseline:
+            made = majority_copy(args.out, made, made.with_name(made.name + "-majority"))
+        rows = asyncio.run(compare(made))
         same = sum(bool(r["same"]) for r in rows)
         done = sum(r["status"] == "done" for r in rows)
         ended = sum(str(r["drafted"][-1]).startswith("answer_") for r in rows)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sopgraph.evals.draft_tools import compare, write
+from sopgraph.evals.draft_tools import compare, majority_copy, write
 from sopgraph.evals.service_interruption import CASES
 from sopgraph.graphs.loader import load_sop
 
@@ -79,6 +79,9 @@ def test_the_live_tool_making_on_the_drafted_nodes_replays(tmp_path, monkeypatch
     rows = asyncio.run(compare(made))
     assert len(rows) == 38 and all(r["same"] and r["status"] == "done" for r in rows)
     assert all(str(r["drafted"][-1]).startswith("answer_") for r in rows)
+    # the trivial baseline, each decision its training majority: 2 of 38
+    base = majority_copy(out, made, tmp_path / "majority")
+    assert sum(bool(r["same"]) for r in asyncio.run(compare(base))) == 2
     # and it can tell: with the authentication step's branches swapped, the cases differ
     text = (made / "sop.yaml").read_text()
     swapped = text.replace("      'true':\n      - s6_", "      'false':\n      - s6_").replace(
