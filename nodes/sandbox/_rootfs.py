@@ -112,7 +112,10 @@ def rootfs_plan(
     needed += [elf_interpreter(program) or "", program, facts["stdlib"]]
     needed.append("/usr/share/zoneinfo")  # zoneinfo (an allowed import) reads it
     builder = _Builder()
-    for path in [*needed, *libraries]:
+    # a library at the run's /tmp or above it (`python -m` run from /tmp puts /tmp on the
+    # import path) would cover the run's /tmp and its working directory: it is not bound
+    kept = [lib for lib in libraries if not _holds(lib, SANDBOX_CWD)]
+    for path in [*needed, *kept]:
         if path and os.path.exists(path):
             builder.replicate(path)
     dynload = os.path.join(facts["stdlib"], "lib-dynload")
@@ -127,6 +130,12 @@ def rootfs_plan(
     builder.ops += [("dir", "/dev")] + [("bind", d, "dev") for d in _DEVICES if os.path.exists(d)]
     builder.ops += [("dir", "/tmp"), ("dir", "/proc"), ("dir", "/etc")]
     return RootfsPlan(program=program, ops=tuple(builder.ops))
+
+
+def _holds(folder: str, path: str) -> bool:
+    """Whether ``path`` lies in ``folder`` (or is it)."""
+    folder = os.path.realpath(folder)
+    return os.path.commonpath([folder, path]) == folder
 
 
 class _Builder:

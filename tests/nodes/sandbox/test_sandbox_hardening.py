@@ -330,3 +330,18 @@ async def test_a_failure_reason_the_guest_chose_is_escaped_wherever_it_is_printe
     assert len(out.splitlines()) == 3  # the outcome, what was expected, the host's issue
     assert not [c for c in out if c in _ACTIVE]
     assert not any(line.startswith("contained") for line in out.splitlines())
+
+
+async def test_a_library_at_or_above_the_run_s_tmp_is_not_bound(tmp_path):
+    # `python -m sopgraph` run from /tmp puts /tmp on the import path, which the tool check binds
+    # as a library: bound, it would cover the run's /tmp and its working directory there
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    code = "import os\nprint(os.getcwd(), os.path.isdir('/tmp/sandbox'))"
+    for libraries in (("/tmp", str(lib)), ("/",)):
+        res = await run_code(code, limits=FAST, python_guard=False, libraries=libraries)
+        assert res.ok, (libraries, res.error)
+        assert res.stdout == "/tmp/sandbox True\n"
+    seen = "import os\nprint(os.path.isdir(%r))" % str(lib)  # the one under /tmp is still bound
+    res = await run_code(seen, limits=FAST, python_guard=False, libraries=("/tmp", str(lib)))
+    assert res.ok and res.stdout == "True\n", res.error
