@@ -342,6 +342,6 @@ async def test_a_library_at_or_above_the_run_s_tmp_is_not_bound(tmp_path):
         res = await run_code(code, limits=FAST, python_guard=False, libraries=libraries)
         assert res.ok, (libraries, res.error)
         assert res.stdout == "/tmp/sandbox True\n"
-    seen = "import os\nprint(os.path.isdir(%r))" % str(lib)  # the one under /tmp is still bound
+    seen = f"import os\nprint(os.path.isdir({str(lib)!r}))"  # the one under /tmp is still bound
     res = await run_code(seen, limits=FAST, python_guard=False, libraries=("/tmp", str(lib)))
     assert res.ok and res.stdout == "True\n", res.error
