@@ -12,6 +12,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from sopgraph.cli import main
+from sopgraph.graphs.drafting.agreement import agreement
 from sopgraph.graphs.drafting.document import read_text
 from sopgraph.graphs.drafting.drafter import StepReply, StepRequest, draft
 from sopgraph.graphs.drafting.outcomes import find_outcomes
@@ -244,3 +245,24 @@ def test_the_structural_candidate_hints_the_data_its_steps_name(tmp_path, capsys
     assert "0 failed checks" in capsys.readouterr().out  # every hint resolves in the catalog
     # the run's input: what the hinted tools require, so a tool can be made for each node
     assert list(sop.input) == ["case_id"] and sop.input["case_id"].required
+
+
+def test_the_init_project_written_as_prose_drafts_to_its_graph(tmp_path, capsys):
+    # tests/data/drafts/refund_request.md: `sopgraph init`'s SOP as a support team would write
+    # it; drafted without a model against the project's own shop server
+    project = tmp_path / "shop"
+    assert main(["init", str(project)]) == 0
+    out = tmp_path / "draft"
+    doc = Path(__file__).parents[1] / "data" / "drafts" / "refund_request.md"
+    assert main(["draft", str(doc), "-o", str(out), "--samples", "0", "--repairs", "0",
+                 "--data", str(project / "mcp.json")]) == 0  # fmt: skip
+    assert "0 failed checks" in capsys.readouterr().out
+    drafted, hand = load_sop(out / "sop.yaml", check=False), load_sop(project / "sop.yaml")
+    got = agreement(drafted, hand)
+    assert (got["matched_nodes"], got["hand_nodes"], got["matched_edges"], got["hand_edges"]) == (
+        5, 5, 4, 4)  # fmt: skip
+    # each decision reads the table the hand-written node reads (the delivery window a column
+    # of it), and the two thresholds are parameters
+    hints = [n.data[0] for n in drafted.nodes.values() if n.data]
+    assert hints == ["shop.deliveries.order_id", "shop.orders.amount"]
+    assert sorted(drafted.params.values()) == [30, 100]
