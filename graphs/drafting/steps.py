@@ -22,6 +22,7 @@ import yaml
 from sopgraph.graphs.drafting.document import Document, Sentence, scope_of
 from sopgraph.graphs.drafting.numbers import Comparison, find_comparisons, with_placeholders
 from sopgraph.graphs.drafting.outcomes import Outcome, slug
+from sopgraph.graphs.drafting.words import name_stems, stems
 
 ROLES = ("decision", "action", "context")
 WHEN = ("yes", "no", "always")  # which result of the earlier step leads to this one
@@ -249,16 +250,37 @@ def assemble(
 _TYPES = ("string", "integer", "number", "boolean")
 
 
+_INPUT_SECTION = re.compile(r"^(?:the\s+)?inputs?\b", re.I)
+# a phrase that names a time ("when the customer asked", "the time of the report"): the input's
+# time, which specs read as ``$timestamp``
+_WHEN = re.compile(r"(?:when\b|(?:the\s+)?(?:time|date|moment)\b)", re.I)
+
+
 def _inputs(plan: Plan, nodes: dict[str, Any]) -> dict[str, Any]:
-    """The run's input: the arguments the data the decisions read requires (every
-    ``customer_service`` tool takes ``case_id``), each required."""
+    """The run's input, each field required: the arguments the data the decisions read
+    requires (every ``customer_service`` tool takes ``case_id``); and each column of a hinted
+    table that a phrase of the document's "Input" section names ("The order's id, the order's
+    region and ..." -> ``order_id``, ``region``)."""
     out: dict[str, Any] = {}
-    for name in dict.fromkeys(d for n in nodes.values() for d in n.get("data", [])):
+    hinted = list(dict.fromkeys(d for n in nodes.values() for d in n.get("data", [])))
+    for name in hinted:
         for arg, schema in (plan.about.get(name) or CatalogEntry()).arguments.items():
             kind = schema.get("type") if schema.get("type") in _TYPES else "string"
             said = " ".join(str(schema.get("description") or "").split())
             out.setdefault(arg, {"type": kind, "required": True,
                                  "description": said or f"what {name} reads"})  # fmt: skip
+    tables = {".".join(h.split(".")[:2]) for h in hinted if h.count(".") >= 1}
+    columns = [c for c in plan.catalog or [] if c.count(".") == 2 and c.rsplit(".", 1)[0] in tables]
+    said = [t.text for sec in plan.doc.sections if _INPUT_SECTION.match(sec.title)
+            for t in sec.sentences]  # fmt: skip
+    for phrase in (p for text in said for p in re.split(r",|;|\band\b", text)):
+        words, about = stems(phrase), " ".join(phrase.split()).rstrip(".")
+        for column in columns:
+            field = column.rsplit(".", 1)[1]
+            if words and name_stems(f"t.{field}") <= words:
+                out.setdefault(field, {"type": "string", "required": True, "description": about})
+        if _WHEN.match(phrase.strip()) and "timestamp" not in out:  # the run's time: $timestamp
+            out["timestamp"] = {"type": "datetime", "required": True, "description": about}
     return out
 
 

@@ -266,3 +266,8 @@ def test_the_init_project_written_as_prose_drafts_to_its_graph(tmp_path, capsys)
     hints = [n.data[0] for n in drafted.nodes.values() if n.data]
     assert hints == ["shop.deliveries.order_id", "shop.orders.amount"]
     assert sorted(drafted.params.values()) == [30, 100]
+    # the "Input" section's phrases that name a hinted table's column, and the one that names
+    # a time (the input's time, which specs read as $timestamp): the hand-written input's fields
+    assert {k: f.type for k, f in drafted.input.items()} == {
+        "order_id": "string", "region": "string", "timestamp": "datetime"}  # fmt: skip
+    assert set(drafted.input) == set(hand.input)
