@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from sopgraph.graphs.drafting.document import Sentence
-from sopgraph.graphs.drafting.steps import NONE, START, Plan
+from sopgraph.graphs.drafting.steps import NONE, Plan
 from sopgraph.graphs.drafting.words import Weights, stems
 
 # a branch that says the procedure goes on after it ("... and go to the next step")
@@ -104,6 +104,7 @@ def _skips(sentences: list[Sentence], nested: dict[int, int], weights: Weights) 
     lines: set[int] = set()  # a step is its item's first sentence: an item may hold several
     top = [t.number for t in sentences
            if t.number not in nested and not (t.line in lines or lines.add(t.line))]  # fmt: skip
+    text = {t.number: t.text for t in sentences}
     out: dict[int, int] = {}
     for s in sentences:
         m = _SKIP.search(s.text)
@@ -118,7 +119,6 @@ def _skips(sentences: list[Sentence], nested: dict[int, int], weights: Weights) 
                 out[s.number] = later[1]
             continue
         named = stems(m["name"])
-        text = {t.number: t.text for t in sentences}
         under = {t: " ".join(text[u] for u in text if _under(u, t, nested)) for t in later}
         # the name as written (its case kept), then shared words; the step's own words first,
         # then those of the items under it
@@ -131,15 +131,17 @@ def _skips(sentences: list[Sentence], nested: dict[int, int], weights: Weights) 
 
 
 def _jump(out: dict[int, dict[str, str]], ids: dict[int, str], src: int, target: int) -> None:
-    """``src`` goes on at ``target``, not at the step after it."""
+    """``src`` goes on at ``target``, not at the step after it: it leaves every other step's
+    joins, a later step that followed it and other branch ends follows those ends, and
+    ``target`` follows it too."""
     sid = ids[src]
     for n, step in out.items():
-        joins = [j for j in step.get("joins", "").split(",") if j]
-        if sid in joins and n != target:
-            step["joins"] = ",".join(j for j in joins if j != sid)
-        if step["after"] == sid and step["when"] == "always" and n > src and joins and n != target:
-            step["after"], rest = joins[0] if joins[0] != sid else START, joins[1:]
-            step["joins"] = ",".join(j for j in rest if j != sid)
+        if n == target:
+            continue
+        joins = [j for j in step.get("joins", "").split(",") if j and j != sid]
+        if step["after"] == sid and step["when"] == "always" and n > src and joins:
+            step["after"], joins = joins[0], joins[1:]
+        step["joins"] = ",".join(joins)
     joins = [j for j in out[target].get("joins", "").split(",") if j]
     if out[target]["after"] != sid and sid not in joins:
         out[target]["joins"] = ",".join([*joins, sid])
