@@ -104,12 +104,14 @@ class DraftResult:
     repairs: int = 0
     structural_problems: int = -1  # the candidate made without the model's; -1: left out
     chosen: str = STRUCTURAL  # which candidate was kept: "sample K" (from 1) or "structural"
+    cut: str = ""  # what the time budget left out, if anything
 
     def choice_line(self) -> str:
-        return (
+        line = (
             f"samples {self.sample_problems}, structural {self.structural_problems}, "
             f"chosen {self.chosen}"
         )
+        return f"{line} ({self.cut})" if self.cut else line
 
 
 def _build(
@@ -166,6 +168,7 @@ async def draft(
     sha256: str = "",
     structural: bool = True,
     on_step: Callable[[str], None] | None = None,
+    budget_s: float | None = None,
 ) -> DraftResult:
     """Draft ``doc``: ``samples`` drafts of every section and one made without the model
     (``structural.py``), the one with the fewest failed checks kept, then up to ``repairs``
@@ -178,6 +181,9 @@ async def draft(
     input). ``structural=False`` leaves the structural
     candidate out (the model's drafts alone).
     ``on_step`` is called after every model step with a short description (a progress bar).
+    ``budget_s``: no sample or repair round starts that would, at the pace of the samples
+    before it, end past this many seconds from the start (the first sample always runs); what
+    it left out is said in ``cut``.
     """
     samples = max(0, min(samples, MAX_SAMPLES))
     repairs = max(0, min(repairs, MAX_REPAIRS))
@@ -196,8 +202,14 @@ async def draft(
             on_step(f"section '{section[0].section or doc.title}', sample {sample + 1}")
         return clean_answer(reply.answer or {}, section, plan)
 
+    def over(done: int) -> bool:  # the next round would end past the budget
+        spent = time.monotonic() - started
+        return budget_s is not None and done > 0 and spent + spent / done > budget_s
+
     drafts: list[Draft] = []
     for k in range(samples):
+        if over(k):
+            break
         answers: dict[int, dict[str, str]] = {}
         for section in plan.sections:
             answers.update(await step(section, "", k))
@@ -211,7 +223,7 @@ async def draft(
     chosen = STRUCTURAL if k == len(drafts) else f"sample {k + 1}"
     done = 0
     for _ in range(repairs):
-        if not best.problems:
+        if not best.problems or over(len(drafts) + done):
             break
         done += 1
         answers = dict(best.answers)
@@ -228,8 +240,13 @@ async def draft(
     if made is not None:
         tally[STRUCTURAL] = len(made.problems)
     facts = base.model_copy(update={"unused": best.unused, "chosen": chosen, "candidates": tally})
+    cut = ""
+    if len(drafts) < samples or (done < repairs and best.problems and budget_s is not None
+                                 and over(len(drafts) + done)):  # fmt: skip
+        cut = (f"the {budget_s:.0f} s budget: {len(drafts)} of {samples} samples, {done} of "
+               f"{repairs} repair rounds")  # fmt: skip
     return DraftResult(best, facts, plan, cost, [len(d.problems) for d in drafts], done,
-                       len(made.problems) if made else -1, chosen)  # fmt: skip
+                       len(made.problems) if made else -1, chosen, cut)  # fmt: skip
 
 
 def total_steps(doc: Document, samples: int, repairs: int) -> int:

@@ -22,6 +22,7 @@ from sopgraph.graphs.drafting.steps import CatalogEntry
 from sopgraph.progress import progress_bar
 
 REVIEW_FILE = "review.md"
+BUDGET_S = 900.0  # a draft of a long document on the 1.5B model: 15 minutes (docs/drafting.md)
 DRAWING_FILE = "sop.mmd"
 
 
@@ -124,6 +125,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
                                    about=about, samples=args.samples,
                                    repairs=args.repairs, sop_id=args.id, sha256=sha,
                                    structural=not args.no_structural,
+                                   budget_s=args.budget_s,
                                    on_step=on_step))  # fmt: skip
     result.cost.seconds = time.monotonic() - started
     files = {
@@ -173,6 +175,14 @@ def register(sub: Any) -> None:
         type=int,
         default=1,
         help=f"rounds that send failed checks back to the model (0-{MAX_REPAIRS}, default 1)",
+    )
+    d.add_argument(
+        "--budget-s",
+        type=float,
+        default=BUDGET_S,
+        metavar="SECONDS",
+        help="start no sample or repair round that would, at the pace of those before it, end "
+        f"past this many seconds (the first sample always runs; default {BUDGET_S:.0f})",
     )
     d.add_argument(
         "--no-structural",

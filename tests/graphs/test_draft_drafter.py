@@ -114,6 +114,26 @@ async def test_repairs_are_bounded_and_a_failed_step_is_counted():
     assert result.draft.problems  # every sentence context: the outcomes are unreachable
 
 
+async def test_the_time_budget_starts_no_round_that_would_end_past_it(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("sopgraph.graphs.drafting.drafter.time.monotonic", lambda: clock[0])
+
+    async def propose(request: StepRequest) -> StepReply:  # each step takes 100 s
+        clock[0] += 100.0
+        return StepReply(None, error="slow")
+
+    doc = read_text(DOC, "refund.md")
+    # 100 s a sample: the third would end at 300 s, past a 250 s budget; no repair round
+    result = await draft(doc, propose, samples=5, repairs=2, structural=True, budget_s=250)
+    assert result.cost.calls == 2 and len(result.sample_problems) == 2
+    assert result.cut == "the 250 s budget: 2 of 5 samples, 0 of 2 repair rounds"
+    assert result.choice_line().endswith("(the 250 s budget: 2 of 5 samples, 0 of 2 repair rounds)")
+    # with no budget every round runs, and nothing is said
+    clock[0] = 0.0
+    result = await draft(doc, propose, samples=3, repairs=0, structural=True)
+    assert result.cost.calls == 3 and result.cut == ""
+
+
 async def test_the_dspy_step_on_dummy_lm_drafts_a_sound_sop():
     doc = read_text(DOC, "refund.md")
     # DummyLM answers the signature's fields; the schema-constrained path is the local model's
