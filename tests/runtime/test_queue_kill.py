@@ -87,6 +87,15 @@ def _unfinished(dsn: str) -> list[tuple]:
         ).fetchall()
 
 
+def _busy_workers(dsn: str) -> int:
+    """How many workers hold a running job now."""
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT count(DISTINCT worker_id) FROM procrastinate_jobs WHERE status = 'doing'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+
 def _stalled(dsn: str) -> dict[int, str]:
     """The running jobs of workers whose heartbeat is a second old: job id -> thread id."""
     with psycopg.connect(dsn) as conn:
@@ -159,6 +168,9 @@ def test_a_worker_killed_mid_batch_loses_no_run_and_repeats_no_saved_node(
         _wait("40 runs finished", lambda: succeeded(40), 240, workers, log)
         _wait("the victim ran a node", lambda: str(victim.pid) in executions.read_text(),
               30, workers, log)  # fmt: skip
+        # both workers inside runs, so the victim holds one when it dies (on a loaded machine it
+        # can be between two jobs, waiting for the next)
+        _wait("both workers inside runs", lambda: _busy_workers(pg_dsn) == 2, 30, workers, log)
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait()
         killed_at = _counts(pg_dsn)
