@@ -48,8 +48,8 @@ def review_page(result: DraftResult, model: str, document: str) -> str:
         judged = [n for n in sop.decision_nodes if not n.data and n.api is None]
         out += ["", "## Judgement steps (no data decides them)", ""]
         out += [
-            f"- `{n.id}`: {n.text} — a judge node, or make it an approval "
-            f"({n.source.partition(') ')[0]}))"
+            f"- `{n.id}`: {n.text} — the model judges it at run time; or give it a tool "
+            f"(`sopgraph tools add`) ({n.source.partition(') ')[0]}))"
             for n in judged
         ] or ["None: every decision names the data that decides it."]
         if sop.params:

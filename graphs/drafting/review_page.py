@@ -70,7 +70,7 @@ class NodeRow:
         if self.judgement == "judge":
             return (
                 "no data decides it: the model judges it at run time; give it a data: hint "
-                "(sopgraph draft --data) or make it an approval"
+                "(sopgraph draft --data) and a tool (sopgraph tools make, or tools add)"
             )
         if self.judgement == "approval":
             return "a person approves it before it runs (approval: required)"
