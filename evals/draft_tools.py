@@ -58,10 +58,12 @@ async def run(input: dict, ctx) -> Verdict:
 '''
 
 
-def polarity(drafted: Sop, node_id: str, hand: Sop, imported: str) -> bool | None:
+def polarity(
+    drafted: Sop, node_id: str, hand: Sop, imported: str, matched: dict[str, str]
+) -> bool | None:
     """Whether the drafted decision's ``true`` is the imported node's first branch (True), its
-    second (False), or neither (None): through the node its ``true`` branch starts with."""
-    matched = {d: h for h, d in match(drafted, hand).items()}
+    second (False), or neither (None): through the node its ``true`` branch starts with
+    (``matched``: drafted node -> imported node)."""
     starts = drafted.nodes[node_id].next.true
     took = matched.get(starts[0]) if starts else None
     first, second = hand.nodes[imported].next.when[:2]
@@ -91,13 +93,14 @@ def write(out: Path) -> tuple[dict[str, str], list[str]]:
     by_api = {api: node for node, (api, _, _) in found.items()}
     drafted, hand = load_sop(out / "sop.yaml"), load_sop(SOP_DIR / "sop.yaml")
     cases = json.loads((SOP_DIR / "cases.json").read_text(encoding="utf-8"))["cases"]
+    matched = {d: h for h, d in match(drafted, hand).items()}
     (out / "cases").mkdir()
     mapped: dict[str, str] = {}
     left: list[str] = []
     for node in drafted.decision_nodes:
         api = next((d.split(".", 1)[1] for d in node.data if d.startswith(f"{SERVER}.")), None)
         imported = by_api.get(api or "")
-        took = polarity(drafted, node.id, hand, imported) if imported else None
+        took = polarity(drafted, node.id, hand, imported, matched) if imported else None
         if imported is None or took is None:
             left.append(node.id)
             continue

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sopgraph.graphs.drafting.words import opens_with_condition
+
 MAX_BYTES = 20_000_000  # a 200-page text PDF is about 1-5 MB; Word files carry images
 MAX_PAGES = 200  # an SOP runs to tens of pages; a manual holding many procedures is split first
 MAX_SENTENCES = 3_000  # the drafting steps see a section at a time; this bounds their number
@@ -35,9 +37,6 @@ _PROCEDURE = re.compile(
     r"check|verify|determine|confirm|assign|classify|escalate|notify|approve|reject)\b",
     re.IGNORECASE,
 )
-
-
-_OPENS_WITH_CONDITION = re.compile(r"(?:if|when|whenever|unless|otherwise|else)\b", re.I)
 
 
 class DocumentError(Exception):
@@ -160,7 +159,7 @@ def scope_of(doc: Document, stated: set[int]) -> Sentence | None:
     if first is None or first.kind != "text" or first.number in stated:
         return None
     items = any(s.kind == "item" for s in doc.sentences)
-    if items and not _OPENS_WITH_CONDITION.match(first.text):
+    if items and not opens_with_condition(first.text):
         return first
     later = [s for s in doc.sentences[1:] if s.procedural and s.number not in stated]
     return first if not first.procedural and later else None

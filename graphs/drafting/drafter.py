@@ -206,9 +206,11 @@ async def draft(
         spent = time.monotonic() - started
         return budget_s is not None and done > 0 and spent + spent / done > budget_s
 
+    budgeted = False  # a round the budget did not start
     drafts: list[Draft] = []
     for k in range(samples):
         if over(k):
+            budgeted = True
             break
         answers: dict[int, dict[str, str]] = {}
         for section in plan.sections:
@@ -223,7 +225,10 @@ async def draft(
     chosen = STRUCTURAL if k == len(drafts) else f"sample {k + 1}"
     done = 0
     for _ in range(repairs):
-        if not best.problems or over(len(drafts) + done):
+        if not best.problems:
+            break
+        if over(len(drafts) + done):
+            budgeted = True
             break
         done += 1
         answers = dict(best.answers)
@@ -241,8 +246,7 @@ async def draft(
         tally[STRUCTURAL] = len(made.problems)
     facts = base.model_copy(update={"unused": best.unused, "chosen": chosen, "candidates": tally})
     cut = ""
-    if len(drafts) < samples or (done < repairs and best.problems and budget_s is not None
-                                 and over(len(drafts) + done)):  # fmt: skip
+    if budgeted:
         cut = (f"the {budget_s:.0f} s budget: {len(drafts)} of {samples} samples, {done} of "
                f"{repairs} repair rounds")  # fmt: skip
     return DraftResult(best, facts, plan, cost, [len(d.problems) for d in drafts], done,

@@ -22,7 +22,7 @@ import yaml
 from sopgraph.graphs.drafting.document import Document, Sentence, scope_of
 from sopgraph.graphs.drafting.numbers import Comparison, find_comparisons, with_placeholders
 from sopgraph.graphs.drafting.outcomes import Outcome, slug
-from sopgraph.graphs.drafting.words import name_stems, stems
+from sopgraph.graphs.drafting.words import identifier_stems, stems
 
 ROLES = ("decision", "action", "context")
 WHEN = ("yes", "no", "always")  # which result of the earlier step leads to this one
@@ -277,7 +277,7 @@ def _inputs(plan: Plan, nodes: dict[str, Any]) -> dict[str, Any]:
         words, about = stems(phrase), " ".join(phrase.split()).rstrip(".")
         for column in columns:
             field = column.rsplit(".", 1)[1]
-            if words and name_stems(f"t.{field}") <= words:
+            if words and identifier_stems(field) <= words:
                 out.setdefault(field, {"type": "string", "required": True, "description": about})
         if _WHEN.match(phrase.strip()) and "timestamp" not in out:  # the run's time: $timestamp
             out["timestamp"] = {"type": "datetime", "required": True, "description": about}

@@ -38,10 +38,15 @@ import re
 from sopgraph.graphs.drafting.continuation import go_on
 from sopgraph.graphs.drafting.document import Sentence
 from sopgraph.graphs.drafting.steps import NONE, START, Plan, outcome_id
-from sopgraph.graphs.drafting.words import Weights, name_stems, split_condition, stems
+from sopgraph.graphs.drafting.words import (
+    OTHERWISE,
+    Weights,
+    name_stems,
+    opens_with_condition,
+    split_condition,
+    stems,
+)
 
-_CONDITION = re.compile(r"^(?:if|when|whenever|unless|in case|in the event|should)\b", re.I)
-_OTHERWISE = re.compile(r"^(?:otherwise|else|if not|failing that)\b", re.I)
 _AFTER = re.compile(r"^(?:after|once|following|having)\b", re.I)
 # a label before a condition: "(Option A) If they get an extension", "Case 2: If ..."
 _LABEL = re.compile(r"^(?:\([^)]{1,30}\)|(?:option|case|step)\s+\w{1,3}\s*[:.)-])\s*", re.I)
@@ -89,15 +94,15 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
     for i, s in enumerate(sentences):
         earlier = sentences[:i]
         text = _LABEL.sub("", s.text)
-        conditional = bool(_CONDITION.match(text) or _OTHERWISE.match(text))
-        if m := _OTHERWISE.match(text):  # "Otherwise[,] X": no condition of its own
+        conditional = opens_with_condition(text)
+        if m := OTHERWISE.match(text):  # "Otherwise[,] X": no condition of its own
             cond[s.number], does[s.number] = set(), stems(text[m.end() :])
         elif conditional:
             c, rest = split_condition(text)
             cond[s.number], does[s.number] = stems(c), stems(rest)
         else:
             does[s.number] = stems(text)
-        if _OTHERWISE.match(text) and last_condition is not None:
+        if OTHERWISE.match(text) and last_condition is not None:
             p = parent[last_condition]
             taken = when[last_condition]
             parent[s.number] = p
@@ -114,7 +119,7 @@ def structural_answers(plan: Plan) -> dict[int, dict[str, str]]:
             last_condition = s.number
             branches.setdefault(parent[s.number], {}).setdefault(when[s.number], s.number)
     words = {n: does[n] | cond.get(n, set()) for n in does}
-    out = _answers(plan, sentences, parent, when, words)
+    out = _answers(plan, sentences, parent, when, words, weights)
     for n, step in out.items():  # what the step does names the data that decides it
         if step["role"] == "decision" and plan.catalog:
             step["data"] = _data_hint(does[n], plan.catalog, plan.about, weights)
@@ -153,11 +158,7 @@ def _context(sentences: list[Sentence]) -> set[int]:
     lead-in or background, not a step."""
     if not any(s.kind == "item" for s in sentences):
         return set()
-    return {
-        s.number
-        for s in sentences
-        if s.kind == "text" and not (_CONDITION.match(s.text) or _OTHERWISE.match(s.text))
-    }
+    return {s.number for s in sentences if s.kind == "text" and not opens_with_condition(s.text)}
 
 
 def _conditional_parent(
@@ -234,6 +235,7 @@ def _answers(
     parent: dict[int, int | None],
     when: dict[int, str],
     does: dict[int, set[str]],
+    weights: Weights,
 ) -> dict[int, dict[str, str]]:
     children: dict[int, list[int]] = {}
     for n, p in parent.items():
@@ -241,7 +243,6 @@ def _answers(
             children.setdefault(p, []).append(n)
     decisions = {p for n, p in parent.items() if p is not None and when[n] in ("yes", "no")}
     outcomes = [(outcome_id(o), _outcome_words(plan, o)) for o in plan.outcomes]
-    weights = Weights([s.text for s in plan.doc.sentences])
     ends = [s.number for s in sentences if s.number not in decisions | set(children)]
     ended = _ends_in(ends, outcomes, parent, when, does, weights)
     out: dict[int, dict[str, str]] = {}

@@ -8,6 +8,9 @@ import math
 import re
 from collections import Counter
 
+# how a sentence states a condition ("If ...", "When ...") or the other branch ("Otherwise ...")
+CONDITION = re.compile(r"^(?:if|when|whenever|unless|in case|in the event|should)\b", re.I)
+OTHERWISE = re.compile(r"^(?:otherwise|else|if not|failing that)\b", re.I)
 _STOP = set(
     "a an the of to in on at by for from with and or but if when whenever unless case event "
     "should is are was were be been being it its this that these those there their them they "
@@ -31,6 +34,11 @@ def stems(text: str) -> set[str]:
     return {stem(w) for w in words if w not in _STOP and len(w) > 1}
 
 
+def opens_with_condition(text: str) -> bool:
+    """Whether ``text`` states a condition or the other branch of one, at its start."""
+    return bool(CONDITION.match(text) or OTHERWISE.match(text))
+
+
 def split_condition(text: str) -> tuple[str, str]:
     """A conditional sentence's condition and consequence: cut at its first comma, colon or
     ``then``; a sentence with no cut is all condition."""
@@ -52,6 +60,10 @@ class Weights:
 def name_stems(name: str) -> set[str]:
     """A catalog name's words, its server left out: ``customer_service.verify_customer_account``
     -> verify, customer, account; ``ops.Orders.deliveredAt`` -> order, deliver."""
-    parts = name.split(".")[1:] or name.split(".")
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", " ".join(parts))
+    return identifier_stems(" ".join(name.split(".")[1:] or name.split(".")))
+
+
+def identifier_stems(text: str) -> set[str]:
+    """The words of identifiers (``order_id``, ``deliveredAt``): cut at case and underscores."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text)
     return stems(re.sub(r"[_\-]+", " ", spaced))

@@ -22,8 +22,8 @@ from sopgraph.graphs.drafting.steps import CatalogEntry
 from sopgraph.progress import progress_bar
 
 REVIEW_FILE = "review.md"
-BUDGET_S = 900.0  # a draft of a long document on the 1.5B model: 15 minutes (docs/drafting.md)
 DRAWING_FILE = "sop.mmd"
+BUDGET_S = 900.0  # a draft of a long document on the 1.5B model: 15 minutes (docs/drafting.md)
 
 
 async def _catalog(mcp_json: Path) -> dict[str, CatalogEntry]:
